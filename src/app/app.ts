@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { LocalSpeechService } from '../service/index.js';
+import { SpeechClient } from '../speech/client.js';
+import { SCOPES, type LoadedConfig } from './config.js';
+import { sendJson, type RouteHandler } from './http.js';
+
+export const SPEECH_MOUNT = '/api/speech';
+
+export interface App {
+  readonly url: string;
+  readonly server: Server;
+  readonly client: SpeechClient;
+  /** The embedded service, when no SPEECH_BASE_URL was given. */
+  readonly service: LocalSpeechService | undefined;
+  /** The key the client sends; generated at start in embedded mode when none was given. */
+  readonly generatedApiKey: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger: Logger;
+}
+
+/**
+ * One HTTP server for everything. Parts mount under a path prefix; `/healthz` is 503 until every part is
+ * ready, then 200.
+ */
+export async function startApp(loaded: LoadedConfig, options: StartOptions): Promise<App> {
+  const { config, secrets } = loaded;
+  const { logger } = options;
+  const mounts: Array<{ prefix: string; handler: RouteHandler }> = [];
+  let ready = false;
+
+  const server = createServer((req, res) => void dispatch(req, res));
+  async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      sendJson(res, 400, { error: 'bad request target' });
+      return;
+    }
+    if (url.pathname === '/healthz') {
+      sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : 'starting' });
+      return;
+    }
+    for (const { prefix, handler } of mounts) {
+      if (url.pathname === prefix || url.pathname.startsWith(`${prefix}/`)) {
+        if (!ready) {
+          sendJson(res, 503, { error: 'starting' }, { 'retry-after': '1' });
+          return;
+        }
+        try {
+          if (await handler(req, res, url.pathname.slice(prefix.length) || '/', url)) return;
+        } catch (error) {
+          logger.error({ err: error, path: url.pathname }, 'request failed');
+          if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+          else res.destroy();
+          return;
+        }
+      }
+    }
+    sendJson(res, 404, { error: `no route for ${req.method ?? 'GET'} ${url.pathname}` });
+  }
+
+  server.listen(config.server.port, config.server.host);
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  let service: LocalSpeechService | undefined;
+  let generatedApiKey: string | undefined;
+  let apiKey = secrets.speechApiKey;
+  let baseUrl = config.speech.baseUrl;
+  let pathPrefix = config.speech.pathPrefix;
+  try {
+    if (baseUrl === null) {
+      if (!apiKey) apiKey = generatedApiKey = randomBytes(24).toString('base64url');
+      const keys = [
+        { id: 'default', key: apiKey, scopes: SCOPES },
+        ...config.service.keys.map((k) => ({
+          id: k.id,
+          key: secrets.serviceKeys.get(k.id)!,
+          scopes: k.scopes,
+        })),
+      ];
+      service = await LocalSpeechService.start({
+        dataDir: resolve(config.dataDir),
+        keys,
+        workers: config.service.workers,
+        maxConcurrentPerKey: config.service.maxConcurrentPerKey,
+        voiceLimits: config.service.voices,
+        logger: logger.child({ part: 'speech-service' }),
+      });
+      mounts.push({ prefix: SPEECH_MOUNT, handler: service.handle });
+      baseUrl = url;
+      pathPrefix = SPEECH_MOUNT;
+    } else if (!apiKey) {
+      logger.warn(
+        'SPEECH_BASE_URL is set but SPEECH_API_KEY is not: the remote service will likely answer 401',
+      );
+    }
+  } catch (error) {
+    server.close();
+    throw error;
+  }
+
+  const client = new SpeechClient({
+    baseUrl,
+    pathPrefix,
+    apiKey: apiKey ?? '',
+    authHeader: config.speech.authHeader,
+    firstByteTimeoutMs: config.speech.firstByteTimeoutMs,
+    idleTimeoutMs: config.speech.idleTimeoutMs,
+    maxRetries: config.speech.maxRetries,
+    retryBaseDelayMs: config.speech.retryBaseDelayMs,
+    retryMaxDelayMs: config.speech.retryMaxDelayMs,
+  });
+  ready = true;
+  logger.info({ url, speech: service ? 'embedded' : 'remote', speechBaseUrl: baseUrl }, 'voxbridge ready');
+
+  return {
+    url,
+    server,
+    client,
+    service,
+    generatedApiKey,
+    async close() {
+      ready = false;
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await client.close();
+      await service?.close();
+    },
+  };
+}

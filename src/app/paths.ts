@@ -1,0 +1,14 @@
+import { fileURLToPath } from 'node:url';
+
+/**
+ * This file runs from `src/app/paths.ts` (tests, through the test runner's transform) or from
+ * `dist/src/app/paths.js` (the build). Both resolve to the same project root.
+ */
+const fromSource = import.meta.url.endsWith('.ts');
+
+export const PROJECT_ROOT = fileURLToPath(new URL(fromSource ? '../../' : '../../../', import.meta.url));
+
+/** The compiled JavaScript of a module under `src/`, e.g. for a worker thread, which cannot run TS. */
+export function compiledModule(pathUnderSrc: string): URL {
+  return new URL(`dist/src/${pathUnderSrc}`, `file://${PROJECT_ROOT}`);
+}

@@ -1,0 +1,259 @@
+import { Worker } from 'node:worker_threads';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { compiledModule } from '../../app/paths.js';
+import type { EngineVoiceParams } from '../voices/params.js';
+import { CANCEL_SLOT, type FromWorker, type SynthJob } from './protocol.js';
+import { splitForEngine } from './sentences.js';
+
+/** The worker runs compiled JavaScript, also when this file runs from source under the test runner. */
+function workerUrl(): URL {
+  const url = compiledModule('service/engine/worker.js');
+  if (!existsSync(fileURLToPath(url)))
+    throw new Error(`engine worker ${fileURLToPath(url)} is missing: run \`npm run build\` first`);
+  return url;
+}
+
+export class EngineError extends Error {
+  override readonly name = 'EngineError';
+}
+
+/** Audio of one job, pulled by its consumer; bounded by the size of one text piece. */
+class JobChannel {
+  private readonly chunks: Int16Array[] = [];
+  private ended = false;
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  push(samples: Int16Array): void {
+    this.chunks.push(samples);
+    this.notify();
+  }
+  end(error?: Error): void {
+    this.ended = true;
+    this.error ??= error;
+    this.notify();
+  }
+  private notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+  async *drain(): AsyncGenerator<Int16Array> {
+    for (;;) {
+      const next = this.chunks.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.error) throw this.error;
+      if (this.ended) return;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+}
+
+interface Job {
+  readonly message: SynthJob;
+  readonly channel: JobChannel;
+  slot: Slot | undefined;
+}
+
+interface Slot {
+  worker: Worker;
+  readonly cancel: Int32Array;
+  job: Job | undefined;
+  ready: boolean;
+}
+
+export interface EnginePoolOptions {
+  /** Worker threads, one engine each. */
+  workers: number;
+  logger?: Logger | undefined;
+}
+
+/**
+ * A fixed set of engine workers fed from one queue. A request synthesizes its text piece by piece, one
+ * queued job at a time, so concurrent requests share the workers round-robin; the first piece of every
+ * request jumps the queue, so a new request gets its first audio quickly even under load.
+ */
+export class EnginePool {
+  private readonly slots: Slot[] = [];
+  private readonly firstPieces: Job[] = [];
+  private readonly laterPieces: Job[] = [];
+  private nextJobId = 1;
+  /** Jobs finished by the engine, and jobs stopped part-way because nobody wanted them any more. */
+  readonly stats = { completed: 0, cancelled: 0 };
+  private closed = false;
+  private readonly logger: Logger | undefined;
+  private readonly url = workerUrl();
+
+  private constructor(options: EnginePoolOptions) {
+    this.logger = options.logger;
+  }
+
+  /** Starts the workers and warms each engine (the first synthesis of a process is slow). */
+  static async start(options: EnginePoolOptions): Promise<EnginePool> {
+    const pool = new EnginePool(options);
+    const count = Math.max(1, options.workers);
+    for (let i = 0; i < count; i++) pool.slots.push(pool.spawn());
+    await Promise.all(pool.slots.map((slot) => pool.whenReady(slot)));
+    const warmVoice: EngineVoiceParams = {
+      language: 'en-us',
+      variant: 'm3',
+      pitch: 50,
+      range: 50,
+      rateWpm: 175,
+    };
+    await Promise.all(
+      pool.slots.map(async () => {
+        for await (const _ of pool.synthesize('Warming up.', warmVoice, AbortSignal.timeout(30_000))) {
+          /* discard */
+        }
+      }),
+    );
+    return pool;
+  }
+
+  /** Jobs waiting for a worker: the local engine's queue depth. */
+  get queueDepth(): number {
+    return this.firstPieces.length + this.laterPieces.length;
+  }
+
+  get workerCount(): number {
+    return this.slots.length;
+  }
+
+  /** Speech for `text` as 24 kHz mono chunks, piece by piece. Aborting stops synthesis within a chunk. */
+  async *synthesize(text: string, voice: EngineVoiceParams, signal: AbortSignal): AsyncGenerator<Int16Array> {
+    const pieces = splitForEngine(text);
+    for (let i = 0; i < pieces.length; i++) {
+      signal.throwIfAborted();
+      const job = this.enqueue(pieces[i]!, voice, i === 0);
+      const onAbort = (): void => this.cancel(job);
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        for await (const samples of job.channel.drain()) {
+          signal.throwIfAborted();
+          yield samples;
+        }
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        // Reached when the consumer stops early too: the engine must not keep working for nobody.
+        this.cancel(job);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const error = new EngineError('engine pool closed');
+    for (const job of [...this.firstPieces, ...this.laterPieces]) job.channel.end(error);
+    this.firstPieces.length = 0;
+    this.laterPieces.length = 0;
+    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+  }
+
+  private spawn(): Slot {
+    const shared = new SharedArrayBuffer(4);
+    const slot: Slot = {
+      worker: undefined as unknown as Worker,
+      cancel: new Int32Array(shared),
+      job: undefined,
+      ready: false,
+    };
+    const worker = new Worker(this.url, { workerData: { cancel: shared } });
+    slot.worker = worker;
+    worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
+    worker.on('error', (error) => this.logger?.error({ err: error }, 'engine worker failed'));
+    worker.on('exit', (code) => this.onExit(slot, code));
+    return slot;
+  }
+
+  private whenReady(slot: Slot): Promise<void> {
+    if (slot.ready) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const onMessage = (m: FromWorker): void => {
+        if (m.type !== 'ready') return;
+        slot.worker.off('exit', onExit);
+        slot.worker.off('message', onMessage);
+        resolve();
+      };
+      const onExit = (code: number): void =>
+        reject(new EngineError(`engine worker exited with code ${code} while starting`));
+      slot.worker.on('message', onMessage);
+      slot.worker.once('exit', onExit);
+    });
+  }
+
+  private onMessage(slot: Slot, message: FromWorker): void {
+    if (message.type === 'ready') {
+      slot.ready = true;
+      this.dispatch();
+      return;
+    }
+    const job = slot.job;
+    if (!job || job.message.jobId !== message.jobId) return; // a cancelled job's late chunk
+    if (message.type === 'audio') {
+      job.channel.push(message.samples);
+      return;
+    }
+    slot.job = undefined;
+    job.slot = undefined;
+    if (message.type === 'failed') job.channel.end(new EngineError(`synthesis failed: ${message.message}`));
+    else {
+      if (message.cancelled) this.stats.cancelled++;
+      else this.stats.completed++;
+      job.channel.end();
+    }
+    this.dispatch();
+  }
+
+  private onExit(slot: Slot, code: number): void {
+    const job = slot.job;
+    slot.job = undefined;
+    slot.ready = false;
+    job?.channel.end(new EngineError(`engine worker exited with code ${code}`));
+    if (this.closed) return;
+    this.logger?.warn({ code }, 'engine worker exited; starting a new one');
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots[index] = this.spawn();
+  }
+
+  private enqueue(text: string, voice: EngineVoiceParams, first: boolean): Job {
+    if (this.closed) throw new EngineError('engine pool closed');
+    const job: Job = {
+      message: { type: 'synth', jobId: this.nextJobId++, text, voice },
+      channel: new JobChannel(),
+      slot: undefined,
+    };
+    (first ? this.firstPieces : this.laterPieces).push(job);
+    this.dispatch();
+    return job;
+  }
+
+  private cancel(job: Job): void {
+    for (const queue of [this.firstPieces, this.laterPieces]) {
+      const i = queue.indexOf(job);
+      if (i >= 0) {
+        queue.splice(i, 1);
+        this.stats.cancelled++;
+        job.channel.end();
+        return;
+      }
+    }
+    if (job.slot) Atomics.store(job.slot.cancel, CANCEL_SLOT, job.message.jobId);
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (!slot.ready || slot.job) continue;
+      const job = this.firstPieces.shift() ?? this.laterPieces.shift();
+      if (!job) return;
+      slot.job = job;
+      job.slot = slot;
+      slot.worker.postMessage(job.message);
+    }
+  }
+}

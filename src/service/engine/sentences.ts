@@ -1,0 +1,68 @@
+/**
+ * Splits text into the pieces the engine synthesizes one at a time. Small pieces keep the first audio
+ * early whatever the text's length; the first piece is kept especially short for that reason.
+ */
+export const FIRST_PIECE_MAX_CHARS = 160;
+export const PIECE_MAX_CHARS = 400;
+
+const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*\s+/g;
+const CLAUSE_END = /[,;:—–]\s+/g;
+
+function splitAt(text: string, pattern: RegExp): string[] {
+  const out: string[] = [];
+  let start = 0;
+  for (const m of text.matchAll(pattern)) {
+    const end = m.index + m[0].length;
+    out.push(text.slice(start, end));
+    start = end;
+  }
+  if (start < text.length) out.push(text.slice(start));
+  return out;
+}
+
+/** Cuts an over-long piece at clauses, then at words, then (no spaces at all) hard. */
+function cut(piece: string, maxChars: number): string[] {
+  if (piece.length <= maxChars) return [piece];
+  const out: string[] = [];
+  for (const clause of splitAt(piece, CLAUSE_END)) {
+    if (clause.length <= maxChars) {
+      out.push(clause);
+      continue;
+    }
+    let current = '';
+    for (const word of clause.split(/(?<=\s)/)) {
+      if (current.length + word.length > maxChars && current) {
+        out.push(current);
+        current = '';
+      }
+      if (word.length > maxChars) {
+        for (let i = 0; i < word.length; i += maxChars) out.push(word.slice(i, i + maxChars));
+      } else current += word;
+    }
+    if (current) out.push(current);
+  }
+  return out;
+}
+
+/** Groups sentences into pieces of at most `PIECE_MAX_CHARS` (the first at most `FIRST_PIECE_MAX_CHARS`). */
+export function splitForEngine(text: string): string[] {
+  const pieces: string[] = [];
+  let current = '';
+  const limit = (): number => (pieces.length === 0 ? FIRST_PIECE_MAX_CHARS : PIECE_MAX_CHARS);
+  for (const sentence of splitAt(text, SENTENCE_END)) {
+    for (const part of cut(sentence, limit())) {
+      if (current && current.length + part.length > limit()) {
+        pieces.push(current);
+        current = '';
+      }
+      // The first piece is flushed at its first sentence end, so the first audio comes quickly.
+      current += part;
+      if (pieces.length === 0 && /[.!?…]\W*\s*$/.test(current)) {
+        pieces.push(current);
+        current = '';
+      }
+    }
+  }
+  if (current) pieces.push(current);
+  return pieces.map((p) => p.trim()).filter((p) => p.length > 0);
+}

@@ -1,0 +1,238 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import type { Logger } from 'pino';
+import { BodyTooLargeError, readBody } from '../app/http.js';
+import { DEFAULT_OUTPUT_FORMAT, FORMAT_INFO, isOutputFormat, type OutputFormat } from '../speech/formats.js';
+import {
+  checkModelId,
+  checkText,
+  checkVoiceSettings,
+  DEFAULT_MODEL_ID,
+  textLength,
+  VOICE_SETTING_RANGES,
+  type VoiceSettings,
+} from '../speech/limits.js';
+import type { Principal } from './auth.js';
+import { createEncoder, wholeWavHeader } from './encoders.js';
+import type { EnginePool } from './engine/pool.js';
+import { badRequest, ServiceHttpError } from './http-errors.js';
+import type { ConcurrencyLimiter } from './limiter.js';
+import { MODEL_IDS } from './models.js';
+import type { EngineVoiceParams } from './voices/params.js';
+import type { VoiceStore } from './voices/store.js';
+
+/** A 5000-character text in JSON with escapes and settings stays far below this. */
+const MAX_BODY_BYTES = 64 * 1024;
+const RETRY_AFTER_SECONDS = 1;
+
+export interface SpeechRouteDeps {
+  readonly pool: EnginePool;
+  readonly voices: VoiceStore;
+  readonly limiter: ConcurrencyLimiter;
+  readonly logger: Logger;
+}
+
+interface SpeechInput {
+  text: string;
+  format: OutputFormat;
+  modelId: string;
+  settings: VoiceSettings;
+}
+
+async function parseInput(req: IncomingMessage, url: URL): Promise<SpeechInput> {
+  const formatParam = url.searchParams.get('output_format');
+  const format = formatParam ?? DEFAULT_OUTPUT_FORMAT;
+  if (!isOutputFormat(format))
+    throw badRequest(
+      `output_format ${JSON.stringify(formatParam)} is not one of pcm_24000, wav_24000, mp3_44100_192`,
+      'output_format',
+    );
+  let raw: Buffer;
+  try {
+    raw = await readBody(req, MAX_BODY_BYTES);
+  } catch (error) {
+    if (error instanceof BodyTooLargeError)
+      throw badRequest(error.message, 'text', 'max_character_limit_exceeded');
+    throw error;
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw badRequest('request body is not valid JSON', 'body');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw badRequest('request body must be a JSON object', 'body');
+  const b = body as Record<string, unknown>;
+  const problem =
+    checkText(b['text']) ??
+    checkModelId(b['model_id'] ?? undefined) ??
+    checkVoiceSettings(b['voice_settings']);
+  if (problem) {
+    const code =
+      problem.field === 'text' && typeof b['text'] === 'string' && textLength(b['text']) > 0
+        ? 'max_character_limit_exceeded'
+        : 'invalid_parameters';
+    throw badRequest(problem.message, problem.field, code);
+  }
+  const modelId = (b['model_id'] as string | undefined | null) ?? DEFAULT_MODEL_ID;
+  if (!MODEL_IDS.has(modelId))
+    throw badRequest(
+      `model_id ${JSON.stringify(modelId)} is not a known model`,
+      'model_id',
+      'model_not_found',
+    );
+  return {
+    text: b['text'] as string,
+    format,
+    modelId,
+    settings: (b['voice_settings'] as VoiceSettings | null | undefined) ?? {},
+  };
+}
+
+/**
+ * How the vendor's settings move a parametric engine: `speed` scales the speaking rate; lower
+ * `stability` and higher `style` widen the pitch range (livelier intonation). `similarity_boost` and
+ * `use_speaker_boost` are accepted and have no effect here.
+ */
+export function applySettings(base: EngineVoiceParams, settings: VoiceSettings): EngineVoiceParams {
+  const speed = settings.speed ?? VOICE_SETTING_RANGES.speed.default;
+  const stability = settings.stability ?? VOICE_SETTING_RANGES.stability.default;
+  const style = settings.style ?? VOICE_SETTING_RANGES.style.default;
+  const range = base.range * (1.5 - stability) + style * 30;
+  return {
+    ...base,
+    rateWpm: Math.round(Math.min(450, Math.max(80, base.rateWpm * speed))),
+    range: Math.round(Math.min(99, Math.max(0, range))),
+  };
+}
+
+/** POST /v1/text-to-speech/{voice_id}[/stream] */
+export async function handleSpeech(
+  deps: SpeechRouteDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  principal: Principal,
+  voiceId: string,
+  streamed: boolean,
+  requestId: string,
+): Promise<void> {
+  const input = await parseInput(req, url);
+  const voice = deps.voices.get(voiceId);
+  // Another key's voice is as invisible as a missing one: its existence is not disclosed.
+  if (!voice || (voice.owner !== null && voice.owner !== principal.id))
+    throw new ServiceHttpError(404, 'voice_not_found', `voice ${voiceId} was not found`, 'voice_id');
+  const release = deps.limiter.tryAcquire(principal.id);
+  if (!release)
+    throw new ServiceHttpError(
+      429,
+      'concurrent_limit_exceeded',
+      'too many concurrent speech requests for this key',
+      undefined,
+      RETRY_AFTER_SECONDS,
+    );
+  // The client going away (or the socket dying) stops synthesis at once.
+  const abort = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+  };
+  res.on('close', onClose);
+  try {
+    const params = applySettings(voice.engine, input.settings);
+    const encoder = await createEncoder(input.format, streamed);
+    const headers = {
+      'content-type': FORMAT_INFO[input.format].contentType,
+      'request-id': requestId,
+      'character-cost': String(textLength(input.text)),
+    };
+    const audio = deps.pool.synthesize(input.text, params, abort.signal);
+    if (streamed) await stream(res, headers, encoder, audio, abort.signal);
+    else await whole(res, headers, input.format, encoder, audio, abort.signal);
+    deps.logger.debug(
+      { requestId, voiceId, model: input.modelId, format: input.format, streamed },
+      'speech done',
+    );
+  } catch (error) {
+    if (abort.signal.aborted) {
+      deps.logger.debug({ requestId }, 'speech cancelled: client disconnected');
+      return;
+    }
+    throw error;
+  } finally {
+    res.off('close', onClose);
+    release();
+  }
+}
+
+async function write(res: ServerResponse, bytes: Uint8Array, signal: AbortSignal): Promise<void> {
+  if (bytes.byteLength === 0) return;
+  if (!res.write(bytes)) await once(res, 'drain', { signal });
+}
+
+/**
+ * Headers go out with the first audio, so an engine failure before it is still a proper 500. After it, a
+ * failure can only cut the connection: a clean end would look like success (speech-api.md).
+ */
+async function stream(
+  res: ServerResponse,
+  headers: Record<string, string>,
+  encoder: Awaited<ReturnType<typeof createEncoder>>,
+  audio: AsyncGenerator<Int16Array>,
+  signal: AbortSignal,
+): Promise<void> {
+  let started = false;
+  try {
+    for await (const samples of audio) {
+      const bytes = encoder.push(samples);
+      if (!started) {
+        if (bytes.byteLength === 0) continue;
+        started = true;
+        res.writeHead(200, headers);
+        if (encoder.preamble) res.write(encoder.preamble);
+      }
+      await write(res, bytes, signal);
+    }
+    const tail = encoder.end();
+    if (!started) {
+      res.writeHead(200, headers);
+      if (encoder.preamble) res.write(encoder.preamble);
+    }
+    await write(res, tail, signal);
+    res.end();
+  } catch (error) {
+    if (started) {
+      res.destroy(error instanceof Error ? error : undefined);
+      return;
+    }
+    throw error;
+  }
+}
+
+async function whole(
+  res: ServerResponse,
+  headers: Record<string, string>,
+  format: OutputFormat,
+  encoder: Awaited<ReturnType<typeof createEncoder>>,
+  audio: AsyncGenerator<Int16Array>,
+  signal: AbortSignal,
+): Promise<void> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  const add = (b: Uint8Array): void => {
+    if (b.byteLength === 0) return;
+    // PCM chunks are views of transferred buffers that nothing reuses; MP3 chunks are already copies.
+    parts.push(b);
+    size += b.byteLength;
+  };
+  for await (const samples of audio) add(encoder.push(samples));
+  add(encoder.end());
+  signal.throwIfAborted();
+  if (format === 'wav_24000') {
+    parts.unshift(wholeWavHeader(size));
+    size += parts[0]!.byteLength;
+  }
+  res.writeHead(200, { ...headers, 'content-length': String(size) });
+  for (const p of parts) res.write(p);
+  res.end();
+}

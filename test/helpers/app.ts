@@ -1,0 +1,73 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startApp, type App } from '../../src/app/app.js';
+import { loadConfig } from '../../src/app/config.js';
+import { createLogger } from '../../src/app/logger.js';
+
+/** Keys every test app has: the main key (all scopes) and three narrower ones. */
+export const KEYS = {
+  main: 'test-main-key-0123456789abcdef',
+  readonly: 'test-readonly-key-0123456789',
+  speechOnly: 'test-speech-only-key-012345',
+  other: 'test-other-tenant-key-012345',
+} as const;
+
+export interface TestApp {
+  app: App;
+  /** `http://127.0.0.1:port` */
+  url: string;
+  /** `${url}/api/speech` */
+  api: string;
+  dataDir: string;
+  close(options?: { keepData?: boolean }): Promise<void>;
+}
+
+/**
+ * The real app on port 0 with the embedded service, configured the way a user would: an overlay file
+ * named by VOXBRIDGE_CONFIG and secrets in the environment.
+ */
+export async function startTestApp(
+  overlay: Record<string, unknown> = {},
+  dataDir?: string,
+): Promise<TestApp> {
+  const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'voxbridge-test-')));
+  const configFile = join(dir, 'test-config.json');
+  const service = (overlay['service'] as Record<string, unknown> | undefined) ?? {};
+  await writeFile(
+    configFile,
+    JSON.stringify({
+      ...overlay,
+      service: {
+        workers: 2,
+        keys: [
+          { id: 'readonly', keyEnv: 'TEST_READONLY_KEY', scopes: ['voices:read'] },
+          { id: 'speech-only', keyEnv: 'TEST_SPEECH_ONLY_KEY', scopes: ['speech'] },
+          { id: 'other', keyEnv: 'TEST_OTHER_KEY', scopes: ['speech', 'voices:read', 'voices:write'] },
+        ],
+        ...service,
+      },
+    }),
+  );
+  const loaded = loadConfig({
+    VOXBRIDGE_CONFIG: configFile,
+    PORT: '0',
+    DATA_DIR: dir,
+    LOG_LEVEL: 'silent',
+    SPEECH_API_KEY: KEYS.main,
+    TEST_READONLY_KEY: KEYS.readonly,
+    TEST_SPEECH_ONLY_KEY: KEYS.speechOnly,
+    TEST_OTHER_KEY: KEYS.other,
+  });
+  const app = await startApp(loaded, { logger: createLogger('silent') });
+  return {
+    app,
+    url: app.url,
+    api: `${app.url}/api/speech`,
+    dataDir: dir,
+    async close(options) {
+      await app.close();
+      if (!options?.keepData && !dataDir) await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

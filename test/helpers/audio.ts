@@ -1,0 +1,80 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
+import { wavHeader } from '../../src/audio/wav.js';
+
+const run = promisify(execFile);
+
+let engine: Promise<ESpeakNGWorker> | undefined;
+
+/** Reference speech straight from the engine (22 050 Hz), e.g. to upload as a voice sample. */
+export async function espeakSpeech(
+  text: string,
+  voice: string,
+  pitch: number,
+  rateWpm = 175,
+): Promise<Int16Array> {
+  engine ??= Init().then((m) => new m.eSpeakNGWorker());
+  const w = await engine;
+  w.set_voice(voice);
+  w.pitch = pitch;
+  w.rate = rateWpm;
+  const parts: Int16Array[] = [];
+  w.synthesize(text, (s) => {
+    parts.push(s.slice());
+    return false;
+  });
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/** A 16-bit mono WAV file of `samples`. */
+export function wavFile(samples: Int16Array, sampleRate: number): Buffer {
+  const data = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+  return Buffer.concat([
+    wavHeader({ sampleRate, channels: 1, bitsPerSample: 16, dataBytes: data.length }),
+    data,
+  ]);
+}
+
+export interface ProbeResult {
+  codec: string;
+  sampleRate: number;
+  channels: number;
+  /** Seconds of audio ffmpeg decodes from the file (not the header's claim). */
+  decodedSeconds: number;
+}
+
+/** Decodes a file with Debian's ffmpeg, an independent decoder, and reports what it found. */
+export async function probeWithFfmpeg(path: string): Promise<ProbeResult> {
+  const { stdout } = await run('ffprobe', [
+    '-v',
+    'error',
+    '-select_streams',
+    'a:0',
+    '-show_entries',
+    'stream=codec_name,sample_rate,channels',
+    '-of',
+    'json',
+    path,
+  ]);
+  const stream = (
+    JSON.parse(stdout) as { streams: Array<{ codec_name: string; sample_rate: string; channels: number }> }
+  ).streams[0]!;
+  const sampleRate = Number(stream.sample_rate);
+  const { stdout: raw } = await run('ffmpeg', ['-v', 'error', '-i', path, '-f', 's16le', '-ac', '1', '-'], {
+    encoding: 'buffer',
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  return {
+    codec: stream.codec_name,
+    sampleRate,
+    channels: stream.channels,
+    decodedSeconds: raw.length / 2 / sampleRate,
+  };
+}
