@@ -150,7 +150,7 @@ describe('bad input is 400 naming the field', () => {
     expect((await errorOf(over)).code).toBe('max_character_limit_exceeded');
     const at = await tts({ text: `${'word '.repeat(999)}word` }, { stream: true, format: 'pcm_24000' });
     expect(at.status).toBe(200);
-    const reader = at.body!.getReader();
+    const reader = at.body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
     await reader.read();
     await reader.cancel();
   });
@@ -204,7 +204,7 @@ describe('output formats', () => {
     const res = await tts({ text: TEXT }, { stream: true });
     expect(res.headers.get('content-type')).toBe('audio/wav');
     expect(res.headers.get('content-length')).toBeNull();
-    const reader = res.body!.getReader();
+    const reader = res.body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
     const first = (await reader.read()).value!;
     expect(first.length).toBeGreaterThanOrEqual(44);
     const head = Buffer.from(first.buffer, first.byteOffset, first.byteLength);
@@ -251,7 +251,7 @@ describe('streaming', () => {
     const text = 'This sentence is spoken again and again to make a long text. '.repeat(75).slice(0, 4900);
     const t0 = performance.now();
     const res = await tts({ text }, { stream: true, format: 'pcm_24000' });
-    const reader = res.body!.getReader();
+    const reader = res.body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
     const first = await reader.read();
     const firstByteMs = performance.now() - t0;
     expect(first.value!.length).toBeGreaterThan(0);
@@ -267,7 +267,7 @@ describe('streaming', () => {
     const before = t.app.service!.engineStats.cancelled;
     const ac = new AbortController();
     const res = await tts({ text }, { stream: true, format: 'pcm_24000', headers: {} });
-    const reader = res.body!.getReader();
+    const reader = res.body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
     await reader.read();
     ac.abort();
     await reader.cancel();
