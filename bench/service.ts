@@ -4,6 +4,7 @@
  * 20 concurrent streams, each of which must be delivered faster than real time.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApp } from '../src/app/app.js';
@@ -21,6 +22,7 @@ const LONG = Array.from(
   .join(' ')
   .slice(0, 5000);
 const BYTES_PER_SECOND = 48_000;
+const KEY = 'bench-key-0123456789abcdef';
 
 async function timeStream(
   client: SpeechClient,
@@ -93,6 +95,34 @@ export async function benchService(): Promise<void> {
     );
     console.log(
       `\nReal-time factor of synthesis (whole body, 1 request at a time): median ${fmt(median(rtf), 0)}x real time`,
+    );
+
+    // Abort mid-stream: from abort() to the server seeing its socket close.
+    const closeMs: number[] = [];
+    let abortedAt = 0;
+    const onConnection = (socket: Socket): void =>
+      void socket.once('close', () => closeMs.push(performance.now() - abortedAt));
+    for (let i = 0; i < 30; i++) {
+      // A fresh client each time, so the socket that closes is this stream's alone.
+      const fresh = new SpeechClient({ baseUrl: app.url, apiKey: KEY });
+      app.server.on('connection', onConnection);
+      const ac = new AbortController();
+      const stream = await fresh.stream(
+        { voiceId: BUILT_IN_VOICE_ID, text: LONG, outputFormat: 'pcm_24000' },
+        { signal: ac.signal },
+      );
+      const iterator = stream[Symbol.asyncIterator]();
+      await iterator.next();
+      const before = closeMs.length;
+      abortedAt = performance.now();
+      ac.abort();
+      await iterator.next().catch(() => undefined);
+      while (closeMs.length === before) await new Promise((r) => setImmediate(r));
+      app.server.off('connection', onConnection);
+      await fresh.close();
+    }
+    console.log(
+      `\nAbort mid-stream → server sees the socket close: p50 ${fmt(percentile(closeMs, 50), 2)} ms, p95 ${fmt(percentile(closeMs, 95), 2)} ms, max ${fmt(Math.max(...closeMs), 2)} ms (target ≤ 20 ms)`,
     );
 
     for (const n of [20, 30]) {

@@ -42,8 +42,12 @@ export const DEFAULT_PATH_PREFIX = '/api/speech';
 /** Long enough for a cold engine's first sentence, short enough that a stuck server is noticed. */
 export const DEFAULT_FIRST_BYTE_TIMEOUT_MS = 10_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 10_000;
-/** Concurrent utterances per process are few; more sockets than this only queue in the server. */
-export const DEFAULT_CONNECTIONS = 8;
+/**
+ * HTTP/1.1 carries one stream per socket, and every utterance playing at once (one per call or guild)
+ * holds one for its whole length: a small pool would make the next caller wait for someone else's
+ * sentence to finish before its first byte.
+ */
+export const DEFAULT_CONNECTIONS = 256;
 /** JSON answers (voice lists) beyond this are refused rather than buffered. */
 const JSON_MAX_BYTES = 16 * 1024 * 1024;
 const USER_AGENT = 'voxbridge-speech-client';
