@@ -49,12 +49,13 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       sendJson(res, ready ? 200 : 503, { status: ready ? 'ok' : 'starting' });
       return;
     }
+    // Parts mount while the process warms up; until all are there, nothing is routed.
+    if (!ready) {
+      sendJson(res, 503, { error: 'starting' }, { 'retry-after': '1' });
+      return;
+    }
     for (const { prefix, handler } of mounts) {
       if (url.pathname === prefix || url.pathname.startsWith(`${prefix}/`)) {
-        if (!ready) {
-          sendJson(res, 503, { error: 'starting' }, { 'retry-after': '1' });
-          return;
-        }
         try {
           if (await handler(req, res, url.pathname.slice(prefix.length) || '/', url)) return;
         } catch (error) {

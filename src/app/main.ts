@@ -20,9 +20,9 @@ async function main(): Promise<void> {
   if (app.generatedApiKey) {
     // Printed once, to the console only: the structured log never carries a key.
     process.stderr.write(
-      `\nvoxbridge: no SPEECH_API_KEY was set, so this run generated one for its embedded speech service:\n` +
-        `  SPEECH_API_KEY=${app.generatedApiKey}\n` +
-        `  try: curl -H "ServicePlatform-APIKey: $SPEECH_API_KEY" ${app.url}/api/speech/v2/voices\n\n`,
+      `\nvoxbridge: no SPEECH_API_KEY was set; this run's embedded speech service accepts this generated key:\n` +
+        `  export SPEECH_API_KEY=${app.generatedApiKey}\n` +
+        `  curl -H "ServicePlatform-APIKey: $SPEECH_API_KEY" ${app.url}/api/speech/v2/voices\n\n`,
     );
   }
   let stopping = false;

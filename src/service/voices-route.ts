@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 import { sendJson } from '../app/http.js';
 import type { Principal } from './auth.js';
 import { badRequest, ServiceHttpError } from './http-errors.js';
-import { analyzeSpeech } from './voices/analyze.js';
-import { decodeSample, UnsupportedSampleError } from './voices/decode.js';
+import { analyzeSamples } from './voices/analyze-samples.js';
+import { UnsupportedSampleError } from './voices/decode.js';
 import { deriveEngineParams } from './voices/params.js';
 import type { StoredVoice, VoiceStore } from './voices/store.js';
 
@@ -253,15 +253,12 @@ export async function handleAddVoice(
   if (upload.files.length === 0)
     throw badRequest('at least one audio sample is required in "files"', 'files');
   const labels = parseLabels(upload.fields.get('labels'));
-  const analyses = [];
-  for (const file of upload.files) {
-    try {
-      const decoded = await decodeSample(file.data, file.fileName, file.mimeType);
-      analyses.push(analyzeSpeech(decoded.samples, decoded.sampleRate));
-    } catch (error) {
-      if (error instanceof UnsupportedSampleError) throw badRequest(error.message, 'files', 'invalid_audio');
-      throw error;
-    }
+  let analyses;
+  try {
+    analyses = await analyzeSamples(upload.files);
+  } catch (error) {
+    if (error instanceof UnsupportedSampleError) throw badRequest(error.message, 'files', 'invalid_audio');
+    throw error;
   }
   const engine = deriveEngineParams(analyses);
   const voice = await deps.voices.add({
