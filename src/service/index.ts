@@ -125,7 +125,17 @@ export class LocalSpeechService {
     if (speech) {
       this.allow(method, 'POST');
       const principal = this.authorize(req, 'speech');
-      const voiceId = decodeURIComponent(speech[1]!);
+      let voiceId: string;
+      try {
+        voiceId = decodeURIComponent(speech[1]!);
+      } catch {
+        throw new ServiceHttpError(
+          404,
+          'voice_not_found',
+          'voice id is not valid percent-encoding',
+          'voice_id',
+        );
+      }
       const deps = { pool: this.pool, voices: this.voices, limiter: this.limiter, logger: this.logger };
       await handleSpeech(deps, req, res, url, principal, voiceId, speech[2] !== undefined, requestId);
       return;

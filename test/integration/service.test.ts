@@ -163,6 +163,20 @@ describe('not found', () => {
     expect((await errorOf(res)).code).toBe('voice_not_found');
   });
 
+  it('404 for a voice id that is not valid percent-encoding', async () => {
+    const res = await tts({ text: TEXT }, { voice: '%E0%A4%A' });
+    expect(res.status).toBe(404);
+    expect((await errorOf(res)).code).toBe('voice_not_found');
+  });
+
+  it('405 for the wrong method', async () => {
+    const res = await fetch(`${t.api}/v1/text-to-speech/${BUILT_IN_VOICE_ID}`, {
+      headers: { 'xi-api-key': KEYS.main },
+    });
+    expect(res.status).toBe(405);
+    await res.arrayBuffer();
+  });
+
   it('404 for an unknown path', async () => {
     const res = await fetch(`${t.api}/v1/nothing`, { headers: { 'xi-api-key': KEYS.main } });
     expect(res.status).toBe(404);
