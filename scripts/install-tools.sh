@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian tools that the tests (`test`: ffmpeg, to decode our output independently) or the
+# benchmarks (`bench`: ffmpeg and sox as baselines, GNU time to measure them) use, when missing.
+# Runs before `npm test` and `npm run bench`; does nothing when everything is there.
+set -euo pipefail
+case "${1:-}" in
+  test) wanted=("ffprobe:ffmpeg") ;;
+  bench) wanted=("ffmpeg:ffmpeg" "sox:sox" "/usr/bin/time:time") ;;
+  *) echo "usage: $0 test|bench" >&2; exit 2 ;;
+esac
+need=()
+for entry in "${wanted[@]}"; do
+  command -v "${entry%%:*}" >/dev/null 2>&1 || need+=("${entry#*:}")
+done
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+echo "voxbridge: installing ${need[*]} (Debian packages) for $1" >&2
+if [ "$(id -u)" -eq 0 ]; then sudo=(); elif command -v sudo >/dev/null 2>&1; then sudo=(sudo); else
+  echo "voxbridge: need root (or sudo) to apt-get install ${need[*]}; install them and run again" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
