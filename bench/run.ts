@@ -1,8 +1,11 @@
 /** `npm run bench`: every benchmark, figures printed as tables to quote in closing notes. */
 import { availableParallelism, cpus } from 'node:os';
 import { benchService } from './service.js';
+import { benchSpeaker } from './speaker.js';
 
 console.log(
   `# voxbridge benchmarks — node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
 );
-await benchService();
+const only = process.argv[2];
+if (!only || only === 'service') await benchService();
+if (!only || only === 'speaker') await benchSpeaker();

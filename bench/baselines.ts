@@ -1,0 +1,104 @@
+/** The tools a user would pick instead of our DSP, run the way they are usually run, and measured. */
+import { spawn } from 'node:child_process';
+
+export interface ProcessCost {
+  /** User + system CPU of the process, ms. */
+  cpuMs: number;
+  /** Peak resident memory, MB. */
+  maxRssMb: number;
+  output: Buffer;
+}
+
+/** Runs `command args` under GNU time with `input` on stdin. */
+export function measureProcess(
+  command: string,
+  args: readonly string[],
+  input: Uint8Array,
+): Promise<ProcessCost> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/time', ['-f', 'VBTIME %U %S %M', command, ...args], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const m = /VBTIME ([\d.]+) ([\d.]+) (\d+)/.exec(err);
+      if (code !== 0 || !m) {
+        reject(new Error(`${command} exited ${code}: ${err.slice(0, 500)}`));
+        return;
+      }
+      resolve({
+        cpuMs: (Number(m[1]) + Number(m[2])) * 1000,
+        maxRssMb: Number(m[3]) / 1024,
+        output: Buffer.concat(out),
+      });
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
+  });
+}
+
+export type Target = 'mulaw8k' | 'stereo48k';
+
+/** ffmpeg as Discord bots run it through prism-media: one process per utterance, raw in, raw out. */
+export function ffmpegArgs(target: Target): string[] {
+  const input = [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-f',
+    's16le',
+    '-ar',
+    '24000',
+    '-ac',
+    '1',
+    '-i',
+    'pipe:0',
+  ];
+  return target === 'mulaw8k'
+    ? [...input, '-f', 'mulaw', '-ar', '8000', '-ac', '1', 'pipe:1']
+    : [...input, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
+}
+
+/** sox with its default (high-quality) rate effect. */
+export function soxArgs(target: Target, quality: 'default' | 'very-high' = 'default'): string[] {
+  const input = ['-t', 'raw', '-r', '24000', '-e', 'signed', '-b', '16', '-c', '1', '-'];
+  const output =
+    target === 'mulaw8k'
+      ? ['-t', 'raw', '-r', '8000', '-e', 'mu-law', '-c', '1', '-']
+      : ['-t', 'raw', '-r', '48000', '-e', 'signed', '-b', '16', '-c', '2', '-'];
+  return [...input, ...output, ...(quality === 'very-high' ? ['rate', '-v'] : [])];
+}
+
+/** sox to 8 kHz 16-bit with its very-high-quality resampler: the reference for our 8 kHz output. */
+export function soxReference8kArgs(): string[] {
+  return [
+    '-t',
+    'raw',
+    '-r',
+    '24000',
+    '-e',
+    'signed',
+    '-b',
+    '16',
+    '-c',
+    '1',
+    '-',
+    '-t',
+    'raw',
+    '-r',
+    '8000',
+    '-e',
+    'signed',
+    '-b',
+    '16',
+    '-c',
+    '1',
+    '-',
+    'rate',
+    '-v',
+  ];
+}

@@ -1,0 +1,63 @@
+import type { Clock } from './clock.js';
+
+/**
+ * What a listener has heard, for sinks whose far end does not acknowledge playout: audio plays at real
+ * time from the moment it is written into an idle sink, and a sink that ran dry starts again when the
+ * next frame arrives. Positions are ms on the sink's timeline (written minus cleared).
+ */
+export class PlayoutClock {
+  private written = 0;
+  /** Timeline position and clock time at which the current run of continuous playout began. */
+  private anchorPos = 0;
+  private anchorAt = 0;
+  private readonly waiters = new Set<{ pos: number; wake: () => void }>();
+
+  constructor(private readonly clock: Clock) {}
+
+  writtenMs(): number {
+    return this.written;
+  }
+
+  playedMs(): number {
+    return Math.min(this.written, this.anchorPos + (this.clock.now() - this.anchorAt));
+  }
+
+  /** Adds `ms` of audio to the end of the timeline. */
+  onWrite(ms: number): void {
+    if (this.playedMs() >= this.written) {
+      // The far end had nothing left to play: playout restarts now.
+      this.anchorPos = this.written;
+      this.anchorAt = this.clock.now();
+    }
+    this.written += ms;
+  }
+
+  /** Drops what has not played: the timeline ends where the listener is. */
+  onClear(): void {
+    const played = this.playedMs();
+    this.written = played;
+    this.anchorPos = played;
+    this.anchorAt = this.clock.now();
+    for (const w of this.waiters) if (w.pos > played) w.wake();
+  }
+
+  async whenPlayed(positionMs: number, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const played = this.playedMs();
+      if (played >= positionMs || positionMs > this.written) return;
+      // A clear wakes the wait early (and cancels its timer), so nothing outlives the answer.
+      const woken = new AbortController();
+      const waiter = { pos: positionMs, wake: () => woken.abort() };
+      this.waiters.add(waiter);
+      try {
+        const until = this.clock.now() + (positionMs - played);
+        await this.clock.sleepUntil(until, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal);
+      } catch (error) {
+        if (!woken.signal.aborted) throw error;
+      } finally {
+        this.waiters.delete(waiter);
+      }
+    }
+  }
+}

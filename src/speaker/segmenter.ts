@@ -1,0 +1,385 @@
+import { TEXT_MAX_CHARS } from '../speech/limits.js';
+
+export interface Segment {
+  readonly text: string;
+  /** offsets of this segment in the original text, so what was heard can be reported as a substring */
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface SegmentStreamOptions {
+  maxChars?: number;
+  signal?: AbortSignal;
+  /** don't emit sentences shorter than this on their own, merge with the next: default 0 */
+  minChars?: number;
+}
+
+/** Terminators that end a sentence only when whitespace (or the end) follows. */
+const SPACED_TERMINATORS = new Set(['.', '!', '?', '…', '‼', '⁇', '⁈', '⁉', '؟', '।', '॥']);
+/** Full-width terminators: CJK text puts no space after them. */
+const CJK_TERMINATORS = new Set(['。', '！', '？', '｡', '．']);
+const CLAUSE_MARKS = new Set([',', ';', ':']);
+const CJK_CLAUSE_MARKS = new Set(['，', '、', '；', '：', '､']);
+const DASHES = new Set(['—', '–']);
+/** Closing quotes and brackets, which belong to the sentence they close. */
+const CLOSER = /^[\p{Pe}\p{Pf}"'`]$/u;
+const OPENERS = /^[\p{Ps}\p{Pi}"'`]+/u;
+const WORD_CHAR = /^[\p{L}\p{N}]$/u;
+const WHITESPACE = /^\s$/;
+const MARK = /^\p{M}$/u;
+const ZWJ = 0x200d;
+
+/** Whether a code point attaches to the one before (a combining mark, a joiner, a variation selector, a skin tone). */
+function isExtend(code: number): boolean {
+  return (
+    code === ZWJ ||
+    code === 0xfe0e ||
+    code === 0xfe0f ||
+    (code >= 0x1f3fb && code <= 0x1f3ff) ||
+    MARK.test(String.fromCodePoint(code))
+  );
+}
+
+/**
+ * Words that end in "." without ending the sentence. Ordinary words that double as abbreviations
+ * ("no", "sat", "sun", "art") are left out: a missed split only merges two sentences into one request,
+ * while a wrong one breaks the prosody mid-sentence ("Dr. | Smith").
+ */
+const ABBREVIATIONS = new Set([
+  ...['mr', 'mrs', 'ms', 'mx', 'messrs', 'dr', 'drs', 'prof', 'sr', 'jr', 'st', 'mt', 'ft', 'rev', 'hon'],
+  ...['gen', 'col', 'capt', 'lt', 'sgt', 'cpl', 'maj', 'adm', 'gov', 'sen', 'rep', 'pres', 'supt'],
+  ...['vs', 'etc', 'al', 'cf', 'eg', 'ie', 'approx', 'appt', 'apt', 'dept', 'fig', 'figs', 'inc', 'ltd'],
+  ...['corp', 'co', 'bros', 'assn', 'ave', 'blvd', 'rd', 'hwy', 'ext', 'tel', 'vol', 'vols', 'pp', 'nos'],
+  ...['esp', 'incl', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec'],
+  ...['mon', 'tue', 'tues', 'thu', 'thur', 'thurs', 'fri'],
+]);
+const INITIAL = /^\p{Lu}$/u;
+/** "e.g", "U.S", "Ph.D", "a.m" (the final "." excluded). */
+const DOTTED_ABBREVIATION = /^\p{L}{1,3}(?:\.\p{L}{1,3})+$/u;
+/** "1." at the start of a segment is a list marker. */
+const LIST_NUMBER = /^\d{1,3}$/;
+
+function isWs(ch: string | undefined): boolean {
+  return ch !== undefined && WHITESPACE.test(ch);
+}
+
+function isTerminator(ch: string | undefined): boolean {
+  return ch !== undefined && (SPACED_TERMINATORS.has(ch) || CJK_TERMINATORS.has(ch));
+}
+
+function isCloser(ch: string | undefined): boolean {
+  return ch !== undefined && CLOSER.test(ch);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+/** Code points in `text[from, to)`, as the service counts characters. */
+function codePoints(text: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) {
+    n++;
+    if (isHighSurrogate(text.charCodeAt(i)) && i + 1 < to) i++;
+  }
+  return n;
+}
+
+function checkCount(name: string, value: number, min: number): number {
+  if (!Number.isInteger(value) || value < min)
+    throw new RangeError(`${name} must be an integer ≥ ${min}, got ${value}`);
+  return value;
+}
+
+/**
+ * Finds sentence segments in a text that may still be growing. Every decision is taken only once the
+ * text it depends on is in (the character after a terminator and its closing quotes, the rest of a
+ * whitespace run, the character past the length limit), so feeding the text in pieces gives exactly the
+ * segments that feeding it whole does: `segmentText` and `segmentStream` are this one loop.
+ */
+class SentenceSplitter {
+  private buf = '';
+  /** Offset of `buf[0]` in the whole text. */
+  private base = 0;
+  /** Where the pending segment starts (its first non-whitespace character once `started`). */
+  private pos = 0;
+  private started = false;
+  /** Where scanning resumes: the start of a construct that reached the end of the text so far. */
+  private scanAt = 0;
+  /** Whether the pending segment has a letter or digit yet: punctuation alone does not end a segment. */
+  private sawWord = false;
+  /** The last sentence end passed over because the sentence was shorter than `minChars`. */
+  private deferredEnd: number | undefined;
+  /** `buf` index `maxChars` code points past `pos`, once the text reaches it. */
+  private limit: number | undefined;
+
+  constructor(
+    private readonly maxChars: number,
+    private readonly minChars: number,
+  ) {}
+
+  push(text: string): void {
+    if (this.pos > 0) {
+      // Drop what is already segmented; every index kept is relative to `buf`.
+      const drop = this.pos;
+      this.buf = this.buf.slice(drop);
+      this.base += drop;
+      this.pos = 0;
+      this.scanAt -= drop;
+      if (this.deferredEnd !== undefined) this.deferredEnd -= drop;
+      if (this.limit !== undefined) this.limit -= drop;
+    }
+    this.buf += text;
+  }
+
+  /** The next complete segment, or undefined until more text comes (`final`: the text is all in). */
+  take(final: boolean): Segment | undefined {
+    const { buf } = this;
+    if (!this.started) {
+      let i = this.pos;
+      while (i < buf.length && isWs(buf[i])) i++;
+      this.pos = i;
+      if (i === buf.length) return undefined;
+      this.started = true;
+      this.scanAt = i;
+      this.sawWord = false;
+      this.deferredEnd = undefined;
+      this.limit = undefined;
+    }
+    const start = this.pos;
+    const end = this.scan(final);
+    if (end === undefined) return undefined;
+    this.pos = end;
+    this.started = false;
+    return { text: buf.slice(start, end), start: this.base + start, end: this.base + end };
+  }
+
+  /** End of the pending segment, or undefined when it cannot be told yet. */
+  private scan(final: boolean): number | undefined {
+    const { buf } = this;
+    const len = buf.length;
+    const a = this.pos;
+    const limit = this.limitIndex();
+    let i = this.scanAt;
+    while (i < len) {
+      const ch = buf[i]!;
+      if (isWs(ch)) {
+        // A blank line ends a segment; other whitespace is just whitespace.
+        let j = i;
+        let breaks = 0;
+        while (j < len && breaks < 2 && isWs(buf[j])) {
+          const c = buf[j]!;
+          if (c === '\r' || c === '\u2028' || (c === '\n' && buf[j - 1] !== '\r')) breaks++;
+          else if (c === '\u2029') breaks += 2;
+          j++;
+        }
+        if (breaks >= 2) {
+          const end = this.sawWord ? this.sentenceEnd(i) : undefined;
+          if (end !== undefined) return end;
+        }
+        while (j < len && isWs(buf[j])) j++;
+        if (j === len) break;
+        i = j;
+        continue;
+      }
+      if (i >= limit) return this.overflow(limit);
+      if (isTerminator(ch)) {
+        let j = i;
+        let cjk = false;
+        for (; j < len && isTerminator(buf[j]); j++) if (CJK_TERMINATORS.has(buf[j]!)) cjk = true;
+        const runEnd = j;
+        while (j < len && isCloser(buf[j])) j++;
+        if (j > limit) return this.overflow(limit);
+        if (j === len) break; // more terminators or closers may follow
+        const ends =
+          this.sawWord &&
+          (cjk || (isWs(buf[j]) && !(runEnd - i === 1 && ch === '.' && this.isAbbreviation(a, i))));
+        if (ends) {
+          const end = this.sentenceEnd(j);
+          if (end !== undefined) return end;
+        }
+        i = j;
+        continue;
+      }
+      const code = buf.charCodeAt(i);
+      if (isHighSurrogate(code) && i + 1 === len) break; // its other half is still to come
+      const cp = String.fromCodePoint(buf.codePointAt(i)!);
+      if (!this.sawWord && WORD_CHAR.test(cp)) this.sawWord = true;
+      i += cp.length;
+    }
+    if (!final) {
+      this.scanAt = i;
+      return undefined;
+    }
+    let end = len;
+    while (end > a && isWs(buf[end - 1])) end--;
+    return end;
+  }
+
+  /** A sentence ends at `end`: returns it, or undefined when it is kept to merge with the next (minChars). */
+  private sentenceEnd(end: number): number | undefined {
+    const a = this.pos;
+    if (this.minChars > 0 && (end - a < this.minChars || codePoints(this.buf, a, end) < this.minChars)) {
+      this.deferredEnd = end;
+      return undefined;
+    }
+    return end;
+  }
+
+  /** Whether the "." at `dot` closes an abbreviation, an initial, or a list number, not a sentence. */
+  private isAbbreviation(a: number, dot: number): boolean {
+    let q = dot;
+    while (q > a && !isWs(this.buf[q - 1])) q--;
+    const word = this.buf.slice(q, dot);
+    const openers = OPENERS.exec(word)?.[0].length ?? 0;
+    const core = word.slice(openers);
+    if (core === '') return false;
+    if (INITIAL.test(core) || DOTTED_ABBREVIATION.test(core)) return true;
+    if (ABBREVIATIONS.has(core.toLowerCase())) return true;
+    return q === a && LIST_NUMBER.test(core);
+  }
+
+  /** `buf` index `maxChars` code points past the segment start, or Infinity while the text is shorter. */
+  private limitIndex(): number {
+    if (this.limit !== undefined) return this.limit;
+    const { buf } = this;
+    const a = this.pos;
+    // UTF-16 units are never fewer than code points: no walk while the text is short.
+    if (buf.length - a <= this.maxChars) return Infinity;
+    let i = a;
+    for (let n = 0; n < this.maxChars && i < buf.length; n++) {
+      i += isHighSurrogate(buf.charCodeAt(i)) && i + 1 < buf.length ? 2 : 1;
+    }
+    if (i >= buf.length) return Infinity; // not sure yet: a surrogate pair may be split at the end
+    this.limit = i;
+    return i;
+  }
+
+  /**
+   * The sentence runs past `maxChars` (a non-whitespace character at `limit` is in): cut it at the best
+   * boundary within the limit: a sentence kept for minChars, a clause in the second half of the
+   * window, a word, any clause, then hard.
+   */
+  private overflow(limit: number): number {
+    const a = this.pos;
+    if (this.deferredEnd !== undefined) return this.deferredEnd;
+    const clause = this.lastCut(limit, (p) => this.isClauseEnd(a, p));
+    const half = a + (limit - a) / 2;
+    if (clause !== undefined && clause >= half) return clause;
+    const word = this.lastCut(limit, (p) => isWs(this.buf[p]) && !isWs(this.buf[p - 1]));
+    if (word !== undefined) return word;
+    if (clause !== undefined) return clause;
+    return this.hardCut(limit);
+  }
+
+  private lastCut(limit: number, isCut: (p: number) => boolean): number | undefined {
+    for (let p = limit; p > this.pos; p--) if (isCut(p)) return p;
+    return undefined;
+  }
+
+  /** Whether a clause ends just before `p`: ", " ";" ":" then whitespace, a full-width comma, a dash. */
+  private isClauseEnd(a: number, p: number): boolean {
+    const { buf } = this;
+    let q = p - 1;
+    while (q > a && isCloser(buf[q])) q--;
+    const c = buf[q]!;
+    if (CLAUSE_MARKS.has(c)) return isWs(buf[p]);
+    if (CJK_CLAUSE_MARKS.has(c)) return true;
+    if (DASHES.has(c)) return true;
+    return c === '-' && q === p - 1 && isWs(buf[q - 1]) && isWs(buf[p]);
+  }
+
+  /** `limit`, moved back so that it does not split a character from what attaches to it. */
+  private hardCut(limit: number): number {
+    const { buf } = this;
+    let p = limit;
+    while (p > this.pos + 1) {
+      if (!isExtend(buf.codePointAt(p)!) && buf.charCodeAt(p - 1) !== ZWJ) break;
+      p -= p >= 2 && isHighSurrogate(buf.charCodeAt(p - 2)) ? 2 : 1;
+    }
+    return p > this.pos ? p : limit;
+  }
+}
+
+/**
+ * Splits text into sentence segments (one request each, so the next one can be requested while the
+ * previous plays), never over maxChars (default 5000): a sentence over the limit is split at clause
+ * boundaries, then words, then hard. Whitespace between segments is not part of any segment.
+ * Abbreviations like "Dr." "e.g." "U.S." and decimals "3.14" do not end sentences.
+ */
+export function segmentText(text: string, maxChars: number = TEXT_MAX_CHARS): Segment[] {
+  const splitter = new SentenceSplitter(checkCount('maxChars', maxChars, 1), 0);
+  splitter.push(text);
+  const segments: Segment[] = [];
+  for (let s = splitter.take(true); s; s = splitter.take(true)) segments.push(s);
+  return segments;
+}
+
+/**
+ * Aggregates a streaming text input (tokens as an LLM yields them, split anywhere, even mid-word) into
+ * sentence segments, yielding each sentence as soon as it is complete (its terminator seen followed by
+ * whitespace or the end), and the remainder at the end. A sentence that grows past maxChars is cut at
+ * the best boundary available. Offsets are into the concatenation of all tokens. On abort it stops
+ * pulling tokens (a pending pull is abandoned, the source is closed) and throws `signal.reason`.
+ */
+export async function* segmentStream(
+  tokens: AsyncIterable<string>,
+  options: SegmentStreamOptions = {},
+): AsyncGenerator<Segment> {
+  const { signal } = options;
+  const splitter = new SentenceSplitter(
+    checkCount('maxChars', options.maxChars ?? TEXT_MAX_CHARS, 1),
+    checkCount('minChars', options.minChars ?? 0, 0),
+  );
+  signal?.throwIfAborted();
+  const iterator = tokens[Symbol.asyncIterator]();
+  let sourceEnded = false;
+  try {
+    for (;;) {
+      let next: IteratorResult<string>;
+      try {
+        next = await nextOrAbort(iterator, signal);
+      } catch (error) {
+        sourceEnded = !signal?.aborted; // the source itself failed: nothing to close
+        throw error;
+      }
+      if (next.done) {
+        sourceEnded = true;
+        break;
+      }
+      splitter.push(next.value);
+      for (let s = splitter.take(false); s; s = splitter.take(false)) {
+        yield s;
+        signal?.throwIfAborted();
+      }
+    }
+  } finally {
+    // Stopped early (abort, or the consumer stopped reading): let the source release what it holds.
+    // Not awaited: a source stuck in a pending pull would never answer.
+    if (!sourceEnded)
+      void Promise.resolve()
+        .then(() => iterator.return?.())
+        .catch(() => undefined);
+  }
+  for (let s = splitter.take(true); s; s = splitter.take(true)) {
+    yield s;
+    signal?.throwIfAborted();
+  }
+}
+
+/** The iterator's next result, or a rejection with `signal.reason` as soon as the signal aborts. */
+function nextOrAbort<T>(
+  iterator: AsyncIterator<T>,
+  signal: AbortSignal | undefined,
+): Promise<IteratorResult<T>> {
+  const next = iterator.next();
+  if (!signal) return next;
+  let onAbort = (): void => undefined;
+  // Settles only on abort; when the token comes first it is left pending, its listener removed.
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([next, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+}

@@ -1,0 +1,417 @@
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import type { SpeechVoiceSettings } from '../speech/client.js';
+import { systemClock, type Clock } from './clock.js';
+import { FramePipeline } from './frame-pipeline.js';
+import { FrameQueue } from './frame-queue.js';
+import { TextLedger } from './ledger.js';
+import { Pacer } from './pacer.js';
+import type { PhraseCache } from './phrase-cache.js';
+import { openSegment, SPEAKER_SAMPLE_RATE, type SegmentAudio, type SpeechSource } from './segment-audio.js';
+import { segmentStream, segmentText, type Segment } from './segmenter.js';
+import type { AudioSink } from './sink.js';
+
+export interface SpeakerOptions {
+  /** Where speech comes from: a `SpeechClient`. */
+  source: SpeechSource;
+  sink: AudioSink;
+  /** Default voice of this listener. */
+  voiceId: string;
+  modelId?: string;
+  voiceSettings?: SpeechVoiceSettings;
+  cache?: PhraseCache;
+  clock?: Clock;
+  /** Frames produced ahead of the sender, beyond the sink's lead; bounds memory per speaker. Default 1000 ms. */
+  bufferMs?: number;
+}
+
+export interface SayOptions {
+  voiceId?: string;
+  modelId?: string;
+  voiceSettings?: SpeechVoiceSettings;
+  /** Whether barge-in may cut it (default true). `interrupt({ force: true })` cuts it anyway. */
+  interruptible?: boolean;
+  /** 'now' cuts the current utterance (when interruptible) and speaks before the queue. Default 'queue'. */
+  priority?: 'queue' | 'now';
+  /** Aborting it ends this utterance as interrupted. */
+  signal?: AbortSignal;
+}
+
+export interface UtteranceMetrics {
+  /** say() → first audio byte of the first segment (ms). */
+  firstByteMs: number | undefined;
+  /** say() → first frame handed to the sink (ms). */
+  firstFrameMs: number | undefined;
+  /** Times the sink needed a frame that was not ready. */
+  underruns: number;
+  /** Segments served by the phrase cache, and requested from the service. */
+  cachedSegments: number;
+  requestedSegments: number;
+}
+
+export interface UtteranceResult {
+  status: 'played' | 'interrupted' | 'failed';
+  /** Audio the listener heard (the sink's playout), not what was sent. */
+  playedMs: number;
+  /** The text up to what was heard, cut at a word. */
+  heardText: string;
+  error?: unknown;
+  metrics: UtteranceMetrics;
+}
+
+export interface UtteranceHandle {
+  readonly id: string;
+  /** Settles (never rejects) when the utterance has ended. */
+  readonly result: Promise<UtteranceResult>;
+}
+
+export interface InterruptResult {
+  interrupted: boolean;
+  playedMs: number;
+  heardText: string;
+}
+
+export interface SpeakerEvents {
+  utteranceStart: [{ id: string }];
+  utteranceEnd: [{ id: string; result: UtteranceResult }];
+  interrupted: [{ id: string; playedMs: number; heardText: string }];
+}
+
+/** An utterance's life: one status at a time, changed only in `setState`. */
+type UtteranceState =
+  | { status: 'queued' }
+  | { status: 'speaking'; controller: AbortController }
+  | { status: 'draining'; controller: AbortController }
+  | { status: 'done'; result: UtteranceResult };
+
+class Utterance {
+  readonly id = randomUUID();
+  readonly createdAt = performance.now();
+  state: UtteranceState = { status: 'queued' };
+  /** The text so far (grows while a streaming input is read). */
+  text = '';
+  readonly ledger = new TextLedger();
+  /** Sink timeline position of this utterance's first frame. */
+  startPos: number | undefined;
+  framesWritten = 0;
+  error: unknown;
+  readonly metrics: UtteranceMetrics = {
+    firstByteMs: undefined,
+    firstFrameMs: undefined,
+    underruns: 0,
+    cachedSegments: 0,
+    requestedSegments: 0,
+  };
+  settle!: (r: UtteranceResult) => void;
+  readonly result = new Promise<UtteranceResult>((resolve) => (this.settle = resolve));
+
+  constructor(
+    readonly input: string | AsyncIterable<string>,
+    readonly options: SayOptions,
+  ) {
+    if (typeof input === 'string') this.text = input;
+  }
+
+  get interruptible(): boolean {
+    return this.options.interruptible !== false;
+  }
+}
+
+const INTERRUPTED = 'interrupted';
+
+/**
+ * Speaks text for one listener (a call, a guild): requests `/stream` as PCM 24 kHz, turns the chunks
+ * into the sink's frames as they arrive, and paces them out on one absolute-deadline clock. Utterances
+ * queue; segments of one utterance are requested one ahead (prefetch) so joins have no gap.
+ *
+ * Barge-in (`interrupt`) aborts the request, drops every queued frame, clears the sink and bumps the
+ * epoch: no frame of the interrupted utterance reaches the sink afterwards.
+ */
+export class Speaker extends EventEmitter<SpeakerEvents> {
+  private readonly queue: Utterance[] = [];
+  /** The one utterance producing frames now. */
+  private current: Utterance | undefined;
+  /** Utterances whose frames are all written, still playing out at the far end. */
+  private readonly draining = new Set<Utterance>();
+  private epoch = 0;
+  private running = false;
+  private closed = false;
+  private readonly clock: Clock;
+  private readonly pacer: Pacer;
+  private readonly frameCapacity: number;
+
+  constructor(private readonly options: SpeakerOptions) {
+    super();
+    this.clock = options.clock ?? systemClock;
+    const { sink } = options;
+    this.pacer = new Pacer(this.clock, { frameMs: sink.frameMs, leadMs: sink.leadMs });
+    this.frameCapacity = Math.max(2, Math.ceil((options.bufferMs ?? 1000) / sink.frameMs));
+  }
+
+  /** Queues `text` (or a stream of text, as an LLM produces it). */
+  say(text: string | AsyncIterable<string>, options: SayOptions = {}): UtteranceHandle {
+    const u = new Utterance(text, options);
+    if (this.closed) {
+      this.finish(u, 'failed', new Error('speaker is closed'));
+      return { id: u.id, result: u.result };
+    }
+    if (options.signal) {
+      const signal = options.signal;
+      if (signal.aborted) this.finish(u, 'interrupted');
+      else signal.addEventListener('abort', () => this.cancel(u), { once: true });
+    }
+    if (u.state.status === 'queued') {
+      if (options.priority === 'now') {
+        this.queue.unshift(u);
+        if (this.current?.interruptible) this.interrupt({ keepQueue: true });
+      } else this.queue.push(u);
+      this.pump();
+    }
+    return { id: u.id, result: u.result };
+  }
+
+  /** The utterance speaking now, if any. */
+  get speakingId(): string | undefined {
+    return this.current?.id;
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Barge-in. Stops what the listener hears now (the current utterance and any still playing out) if
+   * it is interruptible, or always with `force`; also drops the queue unless `keepQueue`.
+   */
+  interrupt(options: { force?: boolean; keepQueue?: boolean } = {}): InterruptResult {
+    const audible = [...this.draining, ...(this.current ? [this.current] : [])];
+    if (audible.length === 0 || (!options.force && audible.some((u) => !u.interruptible))) {
+      if (!options.keepQueue && audible.length === 0) this.dropQueue(options.force ?? false);
+      return { interrupted: false, playedMs: 0, heardText: '' };
+    }
+    // Measure what was heard before the clear moves the timeline.
+    const heard = audible.map((u) => ({ u, ...this.heard(u) }));
+    this.epoch++;
+    for (const { u } of heard) {
+      if (u.state.status === 'speaking' || u.state.status === 'draining')
+        u.state.controller.abort(INTERRUPTED);
+    }
+    this.options.sink.clear();
+    this.pacer.reset();
+    for (const { u, playedMs, heardText } of heard) {
+      this.draining.delete(u);
+      this.emit('interrupted', { id: u.id, playedMs, heardText });
+      this.settle(u, { status: 'interrupted', playedMs, heardText });
+    }
+    if (!options.keepQueue) this.dropQueue(options.force ?? false);
+    const last = heard.at(-1)!;
+    return { interrupted: true, playedMs: last.playedMs, heardText: last.heardText };
+  }
+
+  /** Interrupts everything and refuses new utterances. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.interrupt({ force: true });
+    this.dropQueue(true);
+    while (this.running) await new Promise((r) => setImmediate(r));
+  }
+
+  private dropQueue(force: boolean): void {
+    for (const u of [...this.queue]) if (force || u.interruptible) this.cancel(u);
+  }
+
+  /** Ends one utterance early, wherever it is. */
+  private cancel(u: Utterance): void {
+    if (u.state.status === 'queued') {
+      this.queue.splice(this.queue.indexOf(u), 1);
+      this.finish(u, 'interrupted');
+    } else if (u === this.current || this.draining.has(u)) this.interrupt({ force: true, keepQueue: true });
+  }
+
+  private heard(u: Utterance): { playedMs: number; heardText: string } {
+    if (u.startPos === undefined) return { playedMs: 0, heardText: '' };
+    const frameMs = this.options.sink.frameMs;
+    const playedMs = Math.max(
+      0,
+      Math.min(u.framesWritten * frameMs, this.options.sink.playedMs() - u.startPos),
+    );
+    const frames = Math.floor(playedMs / frameMs);
+    const heardText =
+      frames >= u.ledger.frames && u.framesWritten > 0 && u.state.status === 'draining'
+        ? u.text.trim()
+        : u.text.slice(0, u.ledger.heardOffset(frames, u.text)).trimEnd();
+    return { playedMs, heardText };
+  }
+
+  private finish(u: Utterance, status: UtteranceResult['status'], error?: unknown): void {
+    const { playedMs, heardText } = this.heard(u);
+    this.settle(u, { status, playedMs, heardText, ...(error === undefined ? {} : { error }) });
+  }
+
+  private settle(u: Utterance, r: Omit<UtteranceResult, 'metrics'>): void {
+    if (u.state.status === 'done') return;
+    const result: UtteranceResult = { ...r, metrics: { ...u.metrics } };
+    u.state = { status: 'done', result };
+    u.settle(result);
+    this.emit('utteranceEnd', { id: u.id, result });
+  }
+
+  private pump(): void {
+    if (this.running) return;
+    this.running = true;
+    void (async () => {
+      try {
+        for (let u = this.queue.shift(); u; u = this.queue.shift()) {
+          if (u.state.status !== 'queued') continue;
+          await this.speak(u);
+        }
+      } finally {
+        this.running = false;
+      }
+    })();
+  }
+
+  /** Produces and sends one utterance; returns when its last frame is written (it may still be playing). */
+  private async speak(u: Utterance): Promise<void> {
+    const controller = new AbortController();
+    u.state = { status: 'speaking', controller };
+    this.current = u;
+    this.emit('utteranceStart', { id: u.id });
+    const signal = controller.signal;
+    const epoch = this.epoch;
+    const frames = new FrameQueue<Uint8Array>(this.frameCapacity);
+    const production = this.produce(u, frames, signal).then(
+      () => frames.close(),
+      (error: unknown) => {
+        if (!signal.aborted) u.error = error;
+        frames.close();
+      },
+    );
+    try {
+      await this.send(u, frames, epoch, signal);
+    } catch (error) {
+      if (!signal.aborted) u.error ??= error;
+    } finally {
+      controller.abort(INTERRUPTED); // whatever is still in flight (a prefetched request) ends here
+      await production;
+      if (this.current === u) this.current = undefined;
+    }
+    if (u.state.status !== 'speaking') return; // interrupted: already settled
+    if (u.error !== undefined) {
+      this.finish(u, 'failed', u.error);
+      return;
+    }
+    // Every frame is written; the utterance is 'played' once the far end has played its last one.
+    const drain = new AbortController();
+    u.state = { status: 'draining', controller: drain };
+    this.draining.add(u);
+    const end = (u.startPos ?? 0) + u.framesWritten * this.options.sink.frameMs;
+    void this.options.sink.whenPlayed(end, drain.signal).then(
+      () => {
+        if (u.state.status !== 'draining') return;
+        this.draining.delete(u);
+        this.finish(u, 'played');
+      },
+      () => undefined,
+    );
+  }
+
+  /** The sender: paces frames out to the sink and counts the ones that were not ready in time. */
+  private async send(
+    u: Utterance,
+    frames: FrameQueue<Uint8Array>,
+    epoch: number,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const { sink } = this.options;
+    for (;;) {
+      const waitedFrom = frames.empty && u.framesWritten > 0 ? this.clock.now() : undefined;
+      const payload = await frames.shift(signal);
+      if (payload === undefined) return;
+      if (!sink.selfPaced) {
+        const { lateMs } = await this.pacer.next(signal);
+        if (u.framesWritten > 0 && lateMs > sink.leadMs) u.metrics.underruns++;
+      } else if (waitedFrom !== undefined && this.clock.now() - waitedFrom > sink.leadMs + sink.frameMs) {
+        u.metrics.underruns++;
+      }
+      if (signal.aborted || epoch !== this.epoch) return;
+      if (u.startPos === undefined) {
+        u.startPos = sink.writtenMs();
+        u.metrics.firstFrameMs = performance.now() - u.createdAt;
+      }
+      u.framesWritten++;
+      await sink.write({ payload, epoch, utteranceId: u.id });
+    }
+  }
+
+  /**
+   * The producer: segments the text, opens each segment one ahead of the one being read (prefetch), and
+   * turns the audio into sink frames. Waits whenever the frame queue is full.
+   */
+  private async produce(u: Utterance, frames: FrameQueue<Uint8Array>, signal: AbortSignal): Promise<void> {
+    const { sink } = this.options;
+    const pipeline = new FramePipeline(SPEAKER_SAMPLE_RATE, sink.format, sink.frameMs);
+    const push = async (out: Uint8Array[]): Promise<void> => {
+      for (const f of out) {
+        await frames.push(f, signal);
+        u.ledger.addFrame();
+      }
+    };
+    const opened = this.openAhead(u, signal);
+    for await (const audio of opened) {
+      u.ledger.beginSegment(audio.segment.start, audio.segment.end);
+      for await (const chunk of audio.chunks) {
+        signal.throwIfAborted();
+        await push(pipeline.push(chunk));
+      }
+    }
+    // The last partial frame is padded, never dropped.
+    await push(pipeline.finish());
+  }
+
+  /** Segments opened in order, the next one requested while the previous is still being read. */
+  private async *openAhead(u: Utterance, signal: AbortSignal): AsyncGenerator<SegmentAudio> {
+    const request = {
+      voiceId: u.options.voiceId ?? this.options.voiceId,
+      ...((u.options.modelId ?? this.options.modelId) === undefined
+        ? {}
+        : { modelId: (u.options.modelId ?? this.options.modelId)! }),
+      ...((u.options.voiceSettings ?? this.options.voiceSettings) === undefined
+        ? {}
+        : { voiceSettings: (u.options.voiceSettings ?? this.options.voiceSettings)! }),
+    };
+    const segments: AsyncIterator<Segment> =
+      typeof u.input === 'string'
+        ? (async function* (all: Segment[]) {
+            yield* all;
+          })(segmentText(u.input))
+        : this.textOf(u, segmentStream(u.input, { signal }));
+    const open = async (): Promise<SegmentAudio | undefined> => {
+      const next = await segments.next();
+      if (next.done) return undefined;
+      const audio = await openSegment(this.options.source, this.options.cache, request, next.value, signal);
+      if (audio.fromCache) u.metrics.cachedSegments++;
+      else u.metrics.requestedSegments++;
+      u.metrics.firstByteMs ??= performance.now() - u.createdAt;
+      return audio;
+    };
+    let pending = open();
+    for (;;) {
+      const audio = await pending;
+      if (!audio) return;
+      // Prefetch: request the next segment now, while this one plays.
+      pending = open();
+      pending.catch(() => undefined);
+      yield audio;
+    }
+  }
+
+  /** Keeps `u.text` up to date with a streaming input, segment by segment. */
+  private async *textOf(u: Utterance, segments: AsyncGenerator<Segment>): AsyncGenerator<Segment> {
+    for await (const s of segments) {
+      // Offsets are into the concatenated input; the whitespace between segments is not kept.
+      u.text = u.text.padEnd(s.start, ' ') + s.text;
+      yield s;
+    }
+  }
+}

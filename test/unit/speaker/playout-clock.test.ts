@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { PlayoutClock } from '../../../src/speaker/playout-clock.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+
+describe('PlayoutClock', () => {
+  it('plays written audio at real time and restarts after running dry', async () => {
+    const clock = new FakeClock();
+    const playout = new PlayoutClock(clock);
+    for (let i = 0; i < 10; i++) playout.onWrite(20); // 200 ms ahead
+    expect(playout.playedMs()).toBe(0);
+    await clock.advance(150);
+    expect(playout.playedMs()).toBe(150);
+    await clock.advance(500);
+    expect(playout.playedMs()).toBe(200); // never past what was written
+    playout.onWrite(20); // the far end ran dry: this frame starts playing now
+    expect(playout.playedMs()).toBe(200);
+    await clock.advance(10);
+    expect(playout.playedMs()).toBe(210);
+  });
+
+  it('clear drops what has not played and wakes waiters', async () => {
+    const clock = new FakeClock();
+    const playout = new PlayoutClock(clock);
+    for (let i = 0; i < 50; i++) playout.onWrite(20);
+    await clock.advance(300);
+    let woke = false;
+    const waiting = playout.whenPlayed(900).then(() => (woke = true));
+    await clock.advance(100);
+    expect(woke).toBe(false);
+    playout.onClear();
+    await waiting;
+    expect(woke).toBe(true);
+    expect(playout.writtenMs()).toBe(400);
+    expect(playout.playedMs()).toBe(400);
+    expect(clock.pending).toBe(0); // no timer left behind
+  });
+
+  it('whenPlayed resolves at the position, and rejects on abort', async () => {
+    const clock = new FakeClock();
+    const playout = new PlayoutClock(clock);
+    for (let i = 0; i < 10; i++) playout.onWrite(20);
+    let at = -1;
+    const done = playout.whenPlayed(120).then(() => (at = clock.now()));
+    await clock.advance(200);
+    await done;
+    expect(at).toBe(120);
+    playout.onWrite(20);
+    const ac = new AbortController();
+    const aborted = playout.whenPlayed(220, ac.signal);
+    ac.abort(new Error('gone'));
+    await expect(aborted).rejects.toThrow('gone');
+  });
+});
