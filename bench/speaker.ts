@@ -233,7 +233,7 @@ export async function benchSpeaker(): Promise<void> {
     const design = designResampler(24_000, 8000);
     console.log(
       `\n## Quality, 24 → 8 kHz on ${fmt(sixtySeconds, 0)} s of speech\nSNR of ours against sox 'rate -v': ${fmt(10 * Math.log10(signal / noise), 1)} dB` +
-        ` (a difference at that level is below 16-bit quantisation of the quietest speech); our filter: ${JSON.stringify(design)}`,
+        `; our filter: ${JSON.stringify(design)}`,
     );
 
     // 3. Added latency: the byte that completes a frame arrives → the frame reaches the sink.

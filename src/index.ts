@@ -9,3 +9,16 @@ export { OUTPUT_FORMATS, FORMAT_INFO, DEFAULT_OUTPUT_FORMAT, type OutputFormat }
 export { TEXT_MAX_CHARS, VOICE_SETTING_RANGES, DEFAULT_MODEL_ID } from './speech/limits.js';
 export { Resampler, type ResamplerOptions } from './audio/resampler.js';
 export { PcmAligner } from './audio/pcm.js';
+export { Speaker } from './speaker/speaker.js';
+export type {
+  SpeakerOptions,
+  SayOptions,
+  UtteranceResult,
+  UtteranceHandle,
+  InterruptResult,
+} from './speaker/speaker.js';
+export type { AudioSink, SinkFrame, WireFormat, WireEncoding } from './speaker/sink.js';
+export type { Clock } from './speaker/clock.js';
+export { systemClock } from './speaker/clock.js';
+export { PlayoutClock } from './speaker/playout-clock.js';
+export { PhraseCache } from './speaker/phrase-cache.js';
