@@ -1,18 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FRAME_MS, Framer, frameBytes, silenceFrame, type WireFormat } from '../../../src/audio/framer.js';
 import { encodeAlaw, encodeMulaw } from '../../../src/audio/g711.js';
-
-/** Deterministic PRNG (mulberry32), so a failing split can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../../helpers/random.js';
 
 const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 const ALAW_8K: WireFormat = { encoding: 'alaw', sampleRate: 8000, channels: 1 };

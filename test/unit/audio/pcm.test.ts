@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PcmAligner, bytesToInt16, int16ToBytes } from '../../../src/audio/pcm.js';
-
-/** Deterministic PRNG (mulberry32), so a failing split can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../../helpers/random.js';
 
 /** s16le bytes of `samples`, built byte by byte (independent of the code under test). */
 function leBytes(samples: readonly number[]): number[] {

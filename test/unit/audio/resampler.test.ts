@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Resampler } from '../../../src/audio/resampler.js';
+import { seeded } from '../../helpers/random.js';
 
 /** The rate pairs the project needs, with the passband each must keep flat. */
 const PATHS = [
@@ -16,18 +17,6 @@ const REJECTION_DB = 80;
 /** Seconds of tone per measurement, and the edges left out of the analysis (onset and flush). */
 const TONE_SECONDS = 0.25;
 const EDGE_SECONDS = 0.02;
-
-/** Deterministic PRNG (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function tone(frequencyHz: number, sampleRate: number, seconds: number, amplitude = AMPLITUDE): Int16Array {
   const out = new Int16Array(Math.round(seconds * sampleRate));
