@@ -63,42 +63,29 @@ export function ffmpegArgs(target: Target): string[] {
     : [...input, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
 }
 
+const SOX_INPUT = ['-t', 'raw', '-r', '24000', '-e', 'signed', '-b', '16', '-c', '1', '-'];
+const soxOutput = (rate: number, encoding: 'signed' | 'mu-law', channels: 1 | 2): string[] => [
+  '-t',
+  'raw',
+  '-r',
+  String(rate),
+  '-e',
+  encoding,
+  ...(encoding === 'signed' ? ['-b', '16'] : []),
+  '-c',
+  String(channels),
+  '-',
+];
+
 /** sox with its default (high-quality) rate effect. */
-export function soxArgs(target: Target, quality: 'default' | 'very-high' = 'default'): string[] {
-  const input = ['-t', 'raw', '-r', '24000', '-e', 'signed', '-b', '16', '-c', '1', '-'];
-  const output =
-    target === 'mulaw8k'
-      ? ['-t', 'raw', '-r', '8000', '-e', 'mu-law', '-c', '1', '-']
-      : ['-t', 'raw', '-r', '48000', '-e', 'signed', '-b', '16', '-c', '2', '-'];
-  return [...input, ...output, ...(quality === 'very-high' ? ['rate', '-v'] : [])];
+export function soxArgs(target: Target): string[] {
+  return [
+    ...SOX_INPUT,
+    ...(target === 'mulaw8k' ? soxOutput(8000, 'mu-law', 1) : soxOutput(48_000, 'signed', 2)),
+  ];
 }
 
 /** sox to 8 kHz 16-bit with its very-high-quality resampler: the reference for our 8 kHz output. */
 export function soxReference8kArgs(): string[] {
-  return [
-    '-t',
-    'raw',
-    '-r',
-    '24000',
-    '-e',
-    'signed',
-    '-b',
-    '16',
-    '-c',
-    '1',
-    '-',
-    '-t',
-    'raw',
-    '-r',
-    '8000',
-    '-e',
-    'signed',
-    '-b',
-    '16',
-    '-c',
-    '1',
-    '-',
-    'rate',
-    '-v',
-  ];
+  return [...SOX_INPUT, ...soxOutput(8000, 'signed', 1), 'rate', '-v'];
 }

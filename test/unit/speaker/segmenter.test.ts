@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { segmentStream, segmentText, type Segment } from '../../../src/speaker/segmenter.js';
 import { TEXT_MAX_CHARS, textLength } from '../../../src/speech/limits.js';
+import { seeded } from '../../helpers/random.js';
 
 const texts = (segments: readonly Segment[]): string[] => segments.map((s) => s.text);
 
@@ -36,18 +37,6 @@ async function collect(stream: AsyncIterable<Segment>): Promise<Segment[]> {
   const out: Segment[] = [];
   for await (const s of stream) out.push(s);
   return out;
-}
-
-/** Deterministic pseudo-random numbers (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Cuts `text` into tokens of 1–`maxLen` UTF-16 units, anywhere (mid-word, mid-terminator, mid-pair). */
@@ -173,7 +162,7 @@ describe('segmentText', () => {
   });
 
   it('cuts 12 000 characters without punctuation at words, within the limit', () => {
-    const rnd = random(1);
+    const rnd = seeded(1);
     let text = '';
     while (text.length < 12_000) text += 'abcdefghij'.slice(0, 1 + Math.floor(rnd() * 10)) + ' ';
     text = text.trimEnd();
@@ -254,7 +243,7 @@ describe('segmentText', () => {
       '😀',
       '\u0301',
     ];
-    const rnd = random(7);
+    const rnd = seeded(7);
     for (let round = 0; round < 300; round++) {
       let text = '';
       const length = Math.floor(rnd() * 120);
@@ -314,7 +303,7 @@ describe('segmentStream', () => {
       '，',
       '😀',
     ];
-    const rnd = random(42);
+    const rnd = seeded(42);
     for (let round = 0; round < 200; round++) {
       let text = '';
       const length = Math.floor(rnd() * 100);
