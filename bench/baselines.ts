@@ -1,8 +1,11 @@
 /** The tools a user would pick instead of our DSP, run the way they are usually run, and measured. */
 import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface ProcessCost {
-  /** User + system CPU of the process, ms. */
+  /** User + system CPU of the process (per run when repeated), ms. */
   cpuMs: number;
   /** Peak resident memory, MB. */
   maxRssMb: number;
@@ -39,6 +42,30 @@ export function measureProcess(
     child.stdin.on('error', () => undefined);
     child.stdin.end(input);
   });
+}
+
+/**
+ * CPU per run of `command args` on `input`, as the mean over `runs` runs back to back under one GNU
+ * time (which counts every waited-for descendant). One run is too short for GNU time's 10 ms
+ * resolution: ffmpeg's ≈ 50 ms would read as 40 or 60.
+ */
+export async function measureRuns(
+  command: string,
+  args: readonly string[],
+  input: Uint8Array,
+  runs: number,
+): Promise<ProcessCost> {
+  const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-runs-'));
+  try {
+    const file = join(dir, 'input.raw');
+    await writeFile(file, input);
+    // The loop's shell adds about a millisecond per run (one fork), counted against the baseline.
+    const script = `i=0; while [ $i -lt ${runs} ]; do "$@" < '${file}' > /dev/null || exit 1; i=$((i+1)); done`;
+    const total = await measureProcess('sh', ['-c', script, 'sh', command, ...args], new Uint8Array());
+    return { ...total, cpuMs: total.cpuMs / runs };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 export type Target = 'mulaw8k' | 'stereo48k';

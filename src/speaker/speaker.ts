@@ -231,9 +231,9 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   private heard(u: Utterance): { playedMs: number; heardText: string } {
     if (u.startPos === undefined) return { playedMs: 0, heardText: '' };
     const frameMs = this.options.sink.frameMs;
-    const playedMs = Math.max(
-      0,
-      Math.min(u.framesWritten * frameMs, this.options.sink.playedMs() - u.startPos),
+    // Whole milliseconds: a playout clock's fractions are noise, not information.
+    const playedMs = Math.round(
+      Math.max(0, Math.min(u.framesWritten * frameMs, this.options.sink.playedMs() - u.startPos)),
     );
     const frames = Math.floor(playedMs / frameMs);
     const heardText =
