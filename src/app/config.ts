@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { isIP } from 'node:net';
 import { z } from 'zod';
+import { flowsSchema } from '../flows/schema.js';
 import { PROJECT_ROOT } from './paths.js';
 
 export const SCOPES = ['speech', 'voices:read', 'voices:write'] as const;
@@ -13,6 +15,14 @@ const keySchema = z.strictObject({
   id: z.string().min(1),
   keyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must name an environment variable'),
   scopes: z.array(z.enum(SCOPES)).min(1),
+});
+
+const GATEWAYS = ['twilio', 'telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', 'jambonz'] as const;
+
+/** An outbound codec where the gateway leaves it to the deployment (Telnyx, Plivo, jambonz, …). */
+const wireFormatSchema = z.strictObject({
+  encoding: z.enum(['mulaw', 'alaw', 's16le']),
+  sampleRate: z.union([z.literal(8000), z.literal(16_000), z.literal(24_000)]),
 });
 
 export const configSchema = z.strictObject({
@@ -43,6 +53,27 @@ export const configSchema = z.strictObject({
       maxTotalBytes: z.number().int().positive(),
     }),
   }),
+  calls: z.strictObject({
+    /** Voice of every call unless a flow node or a say request names another. */
+    voiceId: z.string().min(1),
+    gateways: z.array(z.enum(GATEWAYS)).min(1),
+    maxCalls: z.number().int().positive(),
+    maxPayloadBytes: z.number().int().min(1024),
+    maxMessagesPerSecond: z.number().int().positive(),
+    leadMs: z.number().int().min(20).max(2000),
+    markIntervalMs: z.number().int().min(20).max(5000),
+    /** Outbound codec per gateway where the gateway does not say it in its start message. */
+    formats: z.partialRecord(z.enum(GATEWAYS), wireFormatSchema),
+    bargeIn: z.strictObject({
+      enabled: z.boolean(),
+      minSpeechMs: z.number().int().min(20).max(5000),
+      /** While the bot is audible its own echo must not barge in: longer speech is required. */
+      minSpeechWhileAudibleMs: z.number().int().min(20).max(5000),
+    }),
+    /** The flow a call runs when its parameters name none; null: none (driven by the control API). */
+    defaultFlow: z.string().nullable(),
+  }),
+  flows: flowsSchema,
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -53,6 +84,45 @@ export interface Secrets {
   speechApiKey: string | undefined;
   /** Extra service keys by id, read from the variables the config names. */
   serviceKeys: ReadonlyMap<string, string>;
+  /** Validates `X-Twilio-Signature` on Twilio's upgrade when set. */
+  twilioAuthToken: string | undefined;
+  /** Shared token every gateway's connection must carry (header, Basic auth or path segment). */
+  mediaStreamToken: string | undefined;
+  /** Bearer token of the control API. */
+  controlToken: string | undefined;
+}
+
+/** 127.0.0.0/8, ::1, localhost: only this machine can connect. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  if (h === 'localhost') return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  return h === '::1' || h === '::ffff:127.0.0.1';
+}
+
+/**
+ * On an address other machines can reach, the media endpoints and the control API must be protected:
+ * refuse to start otherwise, saying what to set.
+ */
+function checkExposure(config: Config, secrets: Secrets): void {
+  if (isLoopbackHost(config.server.host)) return;
+  const missing: string[] = [];
+  if (!secrets.controlToken) missing.push('CONTROL_TOKEN (bearer token of the control API)');
+  const unprotected = config.calls.gateways.filter(
+    (g) => !secrets.mediaStreamToken && !(g === 'twilio' && secrets.twilioAuthToken),
+  );
+  if (unprotected.length > 0)
+    missing.push(
+      `MEDIA_STREAM_TOKEN (shared token of the media endpoints; ${unprotected.join(', ')} would be open)` +
+        (unprotected.includes('twilio')
+          ? ' or, for Twilio alone, TWILIO_AUTH_TOKEN with calls.gateways: [twilio]'
+          : ''),
+    );
+  if (missing.length > 0)
+    throw new ConfigError(
+      `refusing to listen on ${config.server.host} (not loopback) without: ${missing.join('; ')}. ` +
+        'Set them in the environment, or listen on 127.0.0.1.',
+    );
 }
 
 export class ConfigError extends Error {
@@ -138,5 +208,16 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
       );
     serviceKeys.set(k.id, value);
   }
-  return { config, secrets: { speechApiKey: env['SPEECH_API_KEY'] || undefined, serviceKeys } };
+  const defaultFlow = config.calls.defaultFlow;
+  if (defaultFlow !== null && !(defaultFlow in config.flows))
+    throw new ConfigError(`invalid configuration: calls.defaultFlow: no flow named "${defaultFlow}"`);
+  const secrets: Secrets = {
+    speechApiKey: env['SPEECH_API_KEY'] || undefined,
+    serviceKeys,
+    twilioAuthToken: env['TWILIO_AUTH_TOKEN'] || undefined,
+    mediaStreamToken: env['MEDIA_STREAM_TOKEN'] || undefined,
+    controlToken: env['CONTROL_TOKEN'] || undefined,
+  };
+  checkExposure(config, secrets);
+  return { config, secrets };
 }

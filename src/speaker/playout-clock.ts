@@ -32,6 +32,16 @@ export class PlayoutClock {
     this.written += ms;
   }
 
+  /**
+   * The far end says it has played up to `positionMs` (a returned mark): from now on the estimate runs
+   * from there, which corrects for the gateway's own buffering and network delay.
+   */
+  onAck(positionMs: number): void {
+    this.anchorPos = Math.min(positionMs, this.written);
+    this.anchorAt = this.clock.now();
+    for (const w of this.waiters) w.wake();
+  }
+
   /** Drops what has not played: the timeline ends where the listener is. */
   onClear(): void {
     const played = this.playedMs();

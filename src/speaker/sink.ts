@@ -31,6 +31,11 @@ export interface AudioSink {
   write(frame: SinkFrame): Promise<void>;
   /** Drops all audio not yet played, at the far end too (gateway clear, player stop). */
   clear(): void;
+  /**
+   * The end of an utterance's audio: a sink that batches frames into bigger messages (Exotel's 100 ms,
+   * Asterisk's `optimal_frame_size`) sends what it holds, padded with silence. Optional.
+   */
+  flush?(): void;
   /** Milliseconds of audio written (and not cleared) so far: the timeline's end. */
   writtenMs(): number;
   /** Milliseconds of the timeline the listener has heard, from the far end's acknowledgements or a playout clock. */

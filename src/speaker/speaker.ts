@@ -297,6 +297,8 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
       if (this.current === u) this.current = undefined;
     }
     if (u.state.status !== 'speaking') return; // interrupted: already settled
+    // What was written must play, even when the rest failed.
+    this.options.sink.flush?.();
     if (u.error !== undefined) {
       this.finish(u, 'failed', u.error);
       return;

@@ -29,6 +29,8 @@ describe('loadConfig', () => {
       SPEECH_BASE_URL: 'https://speech.example/',
       SPEECH_API_KEY: 'k',
       DATA_DIR: '/tmp/d',
+      MEDIA_STREAM_TOKEN: 'media-token',
+      CONTROL_TOKEN: 'control-token',
     });
     expect(config.server).toEqual({ host: '0.0.0.0', port: 9100 });
     expect(config.logLevel).toBe('debug');
@@ -68,5 +70,65 @@ describe('loadConfig', () => {
     );
     const bad = await overlay('server: [unclosed');
     expect(() => loadConfig({ VOXBRIDGE_CONFIG: bad })).toThrow(/not valid YAML/);
+  });
+
+  it('refuses a non-loopback host without the media and control tokens, saying what to set', async () => {
+    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/CONTROL_TOKEN.*MEDIA_STREAM_TOKEN/);
+    expect(() => loadConfig({ HOST: '0.0.0.0', CONTROL_TOKEN: 'c' })).toThrow(/MEDIA_STREAM_TOKEN/);
+    expect(() => loadConfig({ HOST: '192.0.2.7', MEDIA_STREAM_TOKEN: 'm' })).toThrow(/CONTROL_TOKEN/);
+    // Twilio's signature protects Twilio only: the other gateways would be open.
+    expect(() => loadConfig({ HOST: '0.0.0.0', CONTROL_TOKEN: 'c', TWILIO_AUTH_TOKEN: 't' })).toThrow(
+      /telnyx, plivo/,
+    );
+    const twilioOnly = await overlay('calls:\n  gateways: [twilio]\n');
+    const { secrets } = loadConfig({
+      VOXBRIDGE_CONFIG: twilioOnly,
+      HOST: '0.0.0.0',
+      CONTROL_TOKEN: 'c',
+      TWILIO_AUTH_TOKEN: 't',
+    });
+    expect(secrets.twilioAuthToken).toBe('t');
+    expect(loadConfig({ HOST: '::', MEDIA_STREAM_TOKEN: 'm', CONTROL_TOKEN: 'c' }).secrets.controlToken).toBe(
+      'c',
+    );
+    // Loopback needs none of them.
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1'])
+      expect(loadConfig({ HOST: host }).config.server.host).toBe(host);
+  });
+
+  it('ships a default flow that greets, then answers every key', () => {
+    const { config } = loadConfig({});
+    const flow = config.flows['default']!;
+    expect(config.calls.defaultFlow).toBe('default');
+    const greeting = flow.nodes[flow.start]!;
+    expect(greeting).toMatchObject({ type: 'say', bargeIn: true });
+    const menu = flow.nodes[(greeting as { next: string }).next]!;
+    expect(menu.type).toBe('gather');
+    const branches = (menu as { branches: Record<string, string> }).branches;
+    for (const key of '0123456789*#') expect(flow.nodes[branches[key]!]).toBeDefined();
+    expect(flow.bargeInWaitMs).toBeGreaterThanOrEqual(5000);
+  });
+
+  it('fails on a bad flow with a message naming the flow and the node', async () => {
+    const unknownTarget = await overlay(
+      'flows:\n  shop:\n    start: a\n    nodes:\n      a: { type: say, text: hi, next: nowhere }\n',
+    );
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: unknownTarget })).toThrow(
+      /flows\.shop\.nodes\.a\.next: goes to unknown node "nowhere"/,
+    );
+    const badType = await overlay('flows:\n  shop:\n    start: a\n    nodes:\n      a: { type: dance }\n');
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: badType })).toThrow(/flows\.shop\.nodes\.a\.type/);
+    const badDigits = await overlay(
+      "flows:\n  shop:\n    start: m\n    nodes:\n      m: { type: gather, digits: 1, branches: { '12': m } }\n",
+    );
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: badDigits })).toThrow(/flows\.shop\.nodes\.m\.branches\.12/);
+    const shortWait = await overlay(
+      'flows:\n  shop:\n    start: a\n    bargeInWaitMs: 1000\n    nodes:\n      a: { type: hangup }\n',
+    );
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: shortWait })).toThrow(/flows\.shop\.bargeInWaitMs/);
+    const noFlow = await overlay('calls:\n  defaultFlow: missing\n');
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: noFlow })).toThrow(
+      /calls\.defaultFlow: no flow named "missing"/,
+    );
   });
 });

@@ -1,0 +1,153 @@
+/**
+ * Runs one IVR flow on one call. The call is a port (`FlowCall`): the runner speaks through it, reads
+ * the keys the caller pressed, and hangs it up; it knows nothing of gateways or sockets.
+ */
+import type { Flow, FlowNode } from './schema.js';
+
+export interface FlowSayResult {
+  status: 'played' | 'interrupted' | 'failed';
+}
+
+export interface FlowCall {
+  readonly id: string;
+  say(text: string, options: { voiceId?: string; interruptible: boolean }): Promise<FlowSayResult>;
+  /**
+   * The next key the caller pressed (keys pressed earlier wait in order), or undefined after
+   * `timeoutMs` with none. Rejects when `signal` aborts.
+   */
+  nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined>;
+  hangup(): Promise<void>;
+}
+
+export interface FlowEvent {
+  type: 'flow.node' | 'flow.webhook' | 'flow.end';
+  flow: string;
+  node?: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface RunFlowOptions {
+  /** Name of the flow, for events. */
+  name: string;
+  signal: AbortSignal;
+  onEvent?: (event: FlowEvent) => void;
+  /** Sends a webhook (POST JSON); resolves with the HTTP status, or rejects. Default: global fetch. */
+  post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
+}
+
+/** A webhook that has not answered by then is given up on; the flow goes on. */
+const WEBHOOK_TIMEOUT_MS = 3000;
+/** Nodes that neither speak nor wait, in a row, before the flow is taken to be looping. */
+const MAX_SILENT_STEPS = 100;
+
+export type FlowEnd = 'hangup' | 'aborted' | 'loop';
+
+async function defaultPost(url: string, body: unknown, signal: AbortSignal): Promise<number> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.any([signal, AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)]),
+  });
+  await res.body?.cancel();
+  return res.status;
+}
+
+/** Runs `flow` until it hangs up, the call ends (`signal`), or it loops without speaking. */
+export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOptions): Promise<FlowEnd> {
+  const { signal, name: flowName } = options;
+  const emit = (type: FlowEvent['type'], node?: string, detail?: Record<string, unknown>): void =>
+    options.onEvent?.({ type, flow: flowName, ...(node ? { node } : {}), ...(detail ? { detail } : {}) });
+  const post = options.post ?? defaultPost;
+  /** Keys read while waiting after a barge-in, handed to the next gather. */
+  let carried = '';
+  let silentSteps = 0;
+
+  const voiceOf = (node: { voice?: string | undefined }): { voiceId?: string } => {
+    const voiceId = node.voice ?? flow.voice;
+    return voiceId === undefined ? {} : { voiceId };
+  };
+
+  /** After the caller talked over the flow: give them time to press a key before speaking again. */
+  const waitAfterBargeIn = async (): Promise<void> => {
+    const digit = await call.nextDigit(flow.bargeInWaitMs, signal);
+    if (digit !== undefined) carried += digit;
+  };
+
+  const gather = async (nodeName: string, node: Extract<FlowNode, { type: 'gather' }>): Promise<string> => {
+    for (let attempt = 0; ; attempt++) {
+      let digits = carried;
+      carried = '';
+      let firstWaitMs = node.timeoutMs;
+      if (digits === '' && node.prompt !== undefined) {
+        const said = await call.say(node.prompt, { ...voiceOf(node), interruptible: node.bargeIn });
+        if (said.status === 'interrupted') firstWaitMs = Math.max(node.timeoutMs, flow.bargeInWaitMs);
+      }
+      while (digits.length < node.digits) {
+        const digit = await call.nextDigit(digits === '' ? firstWaitMs : node.timeoutMs, signal);
+        if (digit === undefined) break;
+        if (digit === node.finishOnKey) break;
+        digits += digit;
+      }
+      const target = digits === '' ? undefined : (node.branches[digits] ?? node.otherwise);
+      emit('flow.node', nodeName, { digits, ...(target ? { next: target } : {}) });
+      if (target !== undefined) return target;
+      if (attempt >= node.retries) return node.onFail ?? '';
+    }
+  };
+
+  let current = flow.start;
+  try {
+    for (;;) {
+      signal.throwIfAborted();
+      const node = flow.nodes[current];
+      if (!node) {
+        // Only a gather without onFail gets here (''): its retries are spent; hang up.
+        await call.hangup();
+        emit('flow.end', current, { reason: 'hangup' });
+        return 'hangup';
+      }
+      emit('flow.node', current, { type: node.type });
+      switch (node.type) {
+        case 'say': {
+          silentSteps = 0;
+          const said = await call.say(node.text, { ...voiceOf(node), interruptible: node.bargeIn });
+          if (said.status === 'interrupted') await waitAfterBargeIn();
+          current = node.next;
+          break;
+        }
+        case 'gather':
+          silentSteps = 0;
+          current = await gather(current, node);
+          break;
+        case 'webhook': {
+          if (++silentSteps > MAX_SILENT_STEPS) {
+            emit('flow.end', current, { reason: 'loop' });
+            return 'loop';
+          }
+          const body = { event: node.event, callId: call.id, flow: flowName, node: current };
+          try {
+            const status = await post(node.url, body, signal);
+            emit('flow.webhook', current, { status });
+          } catch (error) {
+            if (signal.aborted) throw error;
+            emit('flow.webhook', current, { error: (error as Error).message });
+          }
+          current = node.next;
+          break;
+        }
+        case 'hangup':
+          if (node.text !== undefined) await call.say(node.text, { ...voiceOf(node), interruptible: false });
+          await call.hangup();
+          emit('flow.end', current, { reason: 'hangup' });
+          return 'hangup';
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) {
+      emit('flow.end', current, { reason: 'aborted' });
+      return 'aborted';
+    }
+    throw error;
+  }
+}

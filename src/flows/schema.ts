@@ -1,0 +1,110 @@
+/**
+ * IVR flows as declared in the config: named graphs of nodes that speak, collect DTMF digits, branch,
+ * call a webhook and hang up. Validated once at start; a bad flow stops the process with a message
+ * naming the flow and the node.
+ */
+import { z } from 'zod';
+
+const nodeName = z.string().regex(/^[A-Za-z0-9_-]+$/, 'node names are letters, digits, _ and -');
+const digitKey = z.string().regex(/^[0-9*#A-D]+$/, 'branch keys are DTMF digits (0-9, *, #, A-D)');
+
+/** What a node may say: the text, and how. */
+const speech = {
+  /** Voice for this node; default the flow's, then the app's. */
+  voice: z.string().min(1).optional(),
+  /** Whether the caller's voice (or a key press) may cut it. Default true. */
+  bargeIn: z.boolean().default(true),
+};
+
+const sayNode = z.strictObject({
+  type: z.literal('say'),
+  text: z.string().min(1),
+  ...speech,
+  next: nodeName,
+});
+
+const gatherNode = z.strictObject({
+  type: z.literal('gather'),
+  /** Spoken before waiting; again on every retry. */
+  prompt: z.string().min(1).optional(),
+  ...speech,
+  /** Digits to collect; the gather ends early on `finishOnKey`. Default 1. */
+  digits: z.number().int().min(1).max(32).default(1),
+  finishOnKey: z
+    .string()
+    .regex(/^[*#]$/)
+    .optional(),
+  /** Silence after the prompt before it counts as no input. Default 5000 ms. */
+  timeoutMs: z.number().int().min(500).max(120_000).default(5000),
+  /** Where each collected digit string goes. */
+  branches: z.record(digitKey, nodeName),
+  /** Where any other input goes; default: say the prompt again (a retry). */
+  otherwise: nodeName.optional(),
+  /** Prompts after the first before `onFail`. Default 2. */
+  retries: z.number().int().min(0).max(10).default(2),
+  /** After the retries are spent; default hang up. */
+  onFail: nodeName.optional(),
+});
+
+const webhookNode = z.strictObject({
+  type: z.literal('webhook'),
+  url: z.url({ protocol: /^https?$/ }),
+  /** The event name sent in the body. */
+  event: z.string().min(1),
+  next: nodeName,
+});
+
+const hangupNode = z.strictObject({
+  type: z.literal('hangup'),
+  /** Said (without barge-in) before hanging up. */
+  text: z.string().min(1).optional(),
+  voice: z.string().min(1).optional(),
+});
+
+export const flowNodeSchema = z.discriminatedUnion('type', [sayNode, gatherNode, webhookNode, hangupNode]);
+
+export const flowSchema = z
+  .strictObject({
+    start: nodeName,
+    voice: z.string().min(1).optional(),
+    /**
+     * After the caller barges in, how long to wait for a key before the flow speaks again (it has
+     * just been talked over). At least 5000 ms.
+     */
+    bargeInWaitMs: z.number().int().min(5000).max(60_000).default(5000),
+    /** Every call event of this flow is also POSTed here (best effort). */
+    webhook: z.url({ protocol: /^https?$/ }).optional(),
+    nodes: z.record(nodeName, flowNodeSchema),
+  })
+  .superRefine((flow, ctx) => {
+    const names = new Set(Object.keys(flow.nodes));
+    const check = (target: string | undefined, path: Array<string | number>): void => {
+      if (target !== undefined && !names.has(target))
+        ctx.addIssue({ code: 'custom', path, message: `goes to unknown node "${target}"` });
+    };
+    check(flow.start, ['start']);
+    for (const [name, node] of Object.entries(flow.nodes)) {
+      const at = ['nodes', name];
+      if (node.type === 'say' || node.type === 'webhook') check(node.next, [...at, 'next']);
+      if (node.type === 'gather') {
+        for (const [digits, target] of Object.entries(node.branches))
+          check(target, [...at, 'branches', digits]);
+        check(node.otherwise, [...at, 'otherwise']);
+        check(node.onFail, [...at, 'onFail']);
+        for (const digits of Object.keys(node.branches)) {
+          if (digits.length > node.digits)
+            ctx.addIssue({
+              code: 'custom',
+              path: [...at, 'branches', digits],
+              message: `has ${digits.length} digits but the node collects ${node.digits}`,
+            });
+        }
+      }
+    }
+  });
+
+export const flowsSchema = z.record(nodeName, flowSchema);
+
+export type Flow = z.infer<typeof flowSchema>;
+export type FlowNode = z.infer<typeof flowNodeSchema>;
+export type Flows = z.infer<typeof flowsSchema>;
