@@ -42,12 +42,13 @@ const MAX_SILENT_STEPS = 100;
 
 export type FlowEnd = 'hangup' | 'aborted' | 'loop';
 
-async function defaultPost(url: string, body: unknown, signal: AbortSignal): Promise<number> {
+/** POSTs `body` as JSON; resolves with the status (the response body is not read). */
+export async function postJson(url: string, body: unknown, signal: AbortSignal): Promise<number> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
-    signal: AbortSignal.any([signal, AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)]),
+    signal,
   });
   await res.body?.cancel();
   return res.status;
@@ -58,7 +59,7 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
   const { signal, name: flowName } = options;
   const emit = (type: FlowEvent['type'], node?: string, detail?: Record<string, unknown>): void =>
     options.onEvent?.({ type, flow: flowName, ...(node ? { node } : {}), ...(detail ? { detail } : {}) });
-  const post = options.post ?? defaultPost;
+  const post = options.post ?? postJson;
   /** Keys read while waiting after a barge-in, handed to the next gather. */
   let carried = '';
   let silentSteps = 0;
@@ -127,7 +128,11 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
           }
           const body = { event: node.event, callId: call.id, flow: flowName, node: current };
           try {
-            const status = await post(node.url, body, signal);
+            const status = await post(
+              node.url,
+              body,
+              AbortSignal.any([signal, AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)]),
+            );
             emit('flow.webhook', current, { status });
           } catch (error) {
             if (signal.aborted) throw error;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startApp, type App } from '../../src/app/app.js';
+import { startApp, type App, type StartOptions } from '../../src/app/app.js';
 import { loadConfig } from '../../src/app/config.js';
 import { createLogger } from '../../src/app/logger.js';
 
@@ -30,6 +30,8 @@ export interface TestApp {
 export async function startTestApp(
   overlay: Record<string, unknown> = {},
   dataDir?: string,
+  env: Record<string, string> = {},
+  options: Omit<StartOptions, 'logger'> = {},
 ): Promise<TestApp> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'voxbridge-test-')));
   const configFile = join(dir, 'test-config.json');
@@ -58,8 +60,9 @@ export async function startTestApp(
     TEST_READONLY_KEY: KEYS.readonly,
     TEST_SPEECH_ONLY_KEY: KEYS.speechOnly,
     TEST_OTHER_KEY: KEYS.other,
+    ...env,
   });
-  const app = await startApp(loaded, { logger: createLogger('silent') });
+  const app = await startApp(loaded, { logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'), ...options });
   return {
     app,
     url: app.url,

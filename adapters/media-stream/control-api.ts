@@ -1,0 +1,193 @@
+/**
+ * The control API, for apps that drive calls themselves (an LLM agent, a game master): list calls,
+ * speak, interrupt, hang up, and follow a call's events as server-sent events. Mounted at `/calls`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { BodyTooLargeError, readBody, sendJson, type RouteHandler } from '../../src/app/http.js';
+import { TEXT_MAX_CHARS } from '../../src/speech/limits.js';
+import { CallNotActiveError, publicResult, type Call, type CallEvent } from './call.js';
+import type { MediaStreamServer } from './server.js';
+
+const MAX_BODY_BYTES = 64 * 1024;
+/** A comment line keeps proxies from closing an idle event stream. */
+const SSE_KEEPALIVE_MS = 15_000;
+
+const sayBody = z.strictObject({
+  text: z
+    .string()
+    .min(1)
+    .max(TEXT_MAX_CHARS * 20),
+  voice_id: z.string().min(1).optional(),
+  interruptible: z.boolean().optional(),
+  /** Speak before the queue (cutting the current utterance when it may be cut). */
+  now: z.boolean().optional(),
+  /** false: answer 202 with the utterance id at once instead of waiting for the result. */
+  wait: z.boolean().optional(),
+});
+
+function snake(result: ReturnType<typeof publicResult>): Record<string, unknown> {
+  return {
+    status: result.status,
+    played_ms: result.playedMs,
+    heard_text: result.heardText,
+    ...(result.error ? { error: result.error } : {}),
+    first_byte_ms: result.firstByteMs,
+    first_frame_ms: result.firstFrameMs,
+    underruns: result.underruns,
+  };
+}
+
+function describe(call: Call): Record<string, unknown> {
+  const stream = call.stream;
+  return {
+    id: call.id,
+    gateway: call.gateway,
+    status: call.state.status,
+    started_at: call.createdAt.toISOString(),
+    flow: call.flow ?? null,
+    stream_id: stream?.streamId ?? null,
+    inbound: stream?.inbound ?? null,
+    outbound: stream?.outbound ?? null,
+    parameters: stream?.parameters ?? {},
+    speaking: call.speaker?.speakingId ?? null,
+    queued: call.speaker?.queued ?? 0,
+  };
+}
+
+function authorized(req: IncomingMessage, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const header = req.headers.authorization ?? '';
+  const m = /^Bearer\s+(.+)$/i.exec(header);
+  if (!m) return false;
+  const a = createHash('sha256').update(m[1]!).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function controlApi(calls: MediaStreamServer, controlToken: string | undefined): RouteHandler {
+  return async (req, res, path) => {
+    if (!authorized(req, controlToken)) {
+      sendJson(
+        res,
+        401,
+        { error: 'bearer token required (CONTROL_TOKEN)' },
+        { 'www-authenticate': 'Bearer' },
+      );
+      return true;
+    }
+    const method = req.method ?? 'GET';
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts.length === 0) {
+      if (method !== 'GET') return methodNotAllowed(res, 'GET');
+      sendJson(res, 200, { calls: calls.list().map(describe) });
+      return true;
+    }
+    const call = calls.get(parts[0]!);
+    if (!call) {
+      sendJson(res, 404, { error: `no call ${parts[0]!}` });
+      return true;
+    }
+    const action = parts.slice(1).join('/');
+    switch (action) {
+      case '':
+        if (method === 'GET') sendJson(res, 200, describe(call));
+        else if (method === 'DELETE') {
+          await call.hangup();
+          res.writeHead(204).end();
+        } else methodNotAllowed(res, 'GET, DELETE');
+        return true;
+      case 'say':
+        if (method !== 'POST') return methodNotAllowed(res, 'POST');
+        await say(call, req, res);
+        return true;
+      case 'interrupt': {
+        if (method !== 'POST') return methodNotAllowed(res, 'POST');
+        const r = call.interrupt();
+        sendJson(res, 200, { interrupted: r.interrupted, played_ms: r.playedMs, heard_text: r.heardText });
+        return true;
+      }
+      case 'events':
+        if (method !== 'GET') return methodNotAllowed(res, 'GET');
+        events(call, req, res);
+        return true;
+      default:
+        sendJson(res, 404, { error: `no route for ${method} /calls/${parts.join('/')}` });
+        return true;
+    }
+  };
+}
+
+function methodNotAllowed(res: ServerResponse, allow: string): true {
+  sendJson(res, 405, { error: `method not allowed; use ${allow}` }, { allow });
+  return true;
+}
+
+async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: unknown;
+  try {
+    body = JSON.parse((await readBody(req, MAX_BODY_BYTES)).toString('utf8'));
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) sendJson(res, 413, { error: error.message });
+    else sendJson(res, 400, { error: 'body must be JSON' });
+    return;
+  }
+  const parsed = sayBody.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    sendJson(res, 400, { error: issue.message, param: issue.path.join('.') || null });
+    return;
+  }
+  const { text, voice_id, interruptible, now, wait } = parsed.data;
+  let handle;
+  try {
+    handle = call.say(text, {
+      ...(voice_id ? { voiceId: voice_id } : {}),
+      ...(interruptible === undefined ? {} : { interruptible }),
+      ...(now ? { priority: 'now' as const } : {}),
+    });
+  } catch (error) {
+    if (error instanceof CallNotActiveError) {
+      sendJson(res, 409, { error: error.message });
+      return;
+    }
+    throw error;
+  }
+  if (wait === false) {
+    sendJson(res, 202, { id: handle.id });
+    return;
+  }
+  // The client hanging up does not cancel the utterance: the caller still hears it.
+  const result = await handle.result;
+  sendJson(res, 200, { id: handle.id, ...snake(publicResult(result)) });
+}
+
+function events(call: Call, req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  const write = (event: CallEvent): void => {
+    res.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+  };
+  // A snapshot first, so a late subscriber knows where the call stands.
+  res.write(`event: call.state\ndata: ${JSON.stringify(describe(call))}\n\n`);
+  const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS);
+  const stop = (): void => {
+    clearInterval(keepalive);
+    call.off('event', onEvent);
+    res.end();
+  };
+  const onEvent = (event: CallEvent): void => {
+    write(event);
+    if (event.type === 'call.ended') stop();
+  };
+  if (call.state.status === 'ended') {
+    stop();
+    return;
+  }
+  call.on('event', onEvent);
+  req.on('close', stop);
+}

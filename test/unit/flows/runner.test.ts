@@ -1,0 +1,244 @@
+/**
+ * The IVR flow runner on a scripted call (the `FlowCall` port) and a fake clock: speaking, gathering
+ * keys with timeouts and retries, branching, the wait after a barge-in, webhooks, hangup, abort.
+ */
+import { describe, expect, it } from 'vitest';
+import { runFlow, type FlowCall, type FlowEvent, type FlowSayResult } from '../../../src/flows/runner.js';
+import { flowSchema, type Flow } from '../../../src/flows/schema.js';
+import { FakeClock } from '../../helpers/fake-clock.js';
+
+/**
+ * A call whose `say` takes `sayMs` of clock time (or is cut by a scripted barge-in) and whose keys
+ * arrive at scripted clock times.
+ */
+class ScriptedCall implements FlowCall {
+  readonly id = 'call-1';
+  readonly said: Array<{ text: string; interruptible: boolean; voiceId?: string; at: number }> = [];
+  hungUpAt: number | undefined;
+  private readonly keys: Array<{ at: number; digit: string }>;
+
+  constructor(
+    private readonly clock: FakeClock,
+    keys: Array<{ at: number; digit: string }> = [],
+    /** Texts that the caller talks over, and when (ms after they start). */
+    private readonly bargeIns: ReadonlyMap<string, number> = new Map(),
+    private readonly sayMs = 1000,
+  ) {
+    this.keys = [...keys].sort((a, b) => a.at - b.at);
+  }
+
+  async say(text: string, options: { voiceId?: string; interruptible: boolean }): Promise<FlowSayResult> {
+    this.said.push({ text, ...options, at: this.clock.now() });
+    const cut = this.bargeIns.get(text);
+    if (cut !== undefined && options.interruptible) {
+      await this.clock.sleepUntil(this.clock.now() + cut);
+      return { status: 'interrupted' };
+    }
+    // A key pressed while speaking cuts an interruptible prompt.
+    const end = this.clock.now() + this.sayMs;
+    const key = this.keys.find((k) => k.at <= end);
+    if (key && options.interruptible) {
+      await this.clock.sleepUntil(Math.max(this.clock.now(), key.at));
+      return { status: 'interrupted' };
+    }
+    await this.clock.sleepUntil(end);
+    return { status: 'played' };
+  }
+
+  async nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined> {
+    const deadline = this.clock.now() + timeoutMs;
+    const key = this.keys[0];
+    if (key && key.at <= deadline) {
+      this.keys.shift();
+      await this.clock.sleepUntil(Math.max(this.clock.now(), key.at), signal);
+      return key.digit;
+    }
+    await this.clock.sleepUntil(deadline, signal);
+    return undefined;
+  }
+
+  async hangup(): Promise<void> {
+    this.hungUpAt = this.clock.now();
+  }
+}
+
+function flow(definition: unknown): Flow {
+  return flowSchema.parse(definition);
+}
+
+const MENU = flow({
+  start: 'hello',
+  voice: 'flow-voice',
+  nodes: {
+    hello: { type: 'say', text: 'Hello.', next: 'menu' },
+    menu: {
+      type: 'gather',
+      prompt: 'Press 1 or 2.',
+      digits: 1,
+      timeoutMs: 3000,
+      retries: 1,
+      branches: { '1': 'one', '2': 'bye' },
+      otherwise: 'menu',
+    },
+    one: { type: 'say', text: 'One.', voice: 'node-voice', next: 'menu' },
+    bye: { type: 'hangup', text: 'Bye.' },
+  },
+});
+
+async function run(f: Flow, call: ScriptedCall, clock: FakeClock, events: FlowEvent[] = []) {
+  const controller = new AbortController();
+  const done = runFlow(f, call, { name: 'test', signal: controller.signal, onEvent: (e) => events.push(e) });
+  let end: string | undefined;
+  void done.then((e) => (end = e));
+  for (let i = 0; i < 200 && end === undefined; i++) await clock.advance(500);
+  return { end: await done, controller };
+}
+
+describe('runFlow', () => {
+  it('speaks, gathers a key, branches, and hangs up after its goodbye', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock, [
+      { at: 2500, digit: '1' },
+      { at: 4000, digit: '2' },
+    ]);
+    const { end } = await run(MENU, call, clock);
+    expect(end).toBe('hangup');
+    expect(call.said.map((s) => s.text)).toEqual([
+      'Hello.',
+      'Press 1 or 2.',
+      'One.',
+      'Press 1 or 2.',
+      'Bye.',
+    ]);
+    expect(call.said.map((s) => s.voiceId)).toEqual([
+      'flow-voice',
+      'flow-voice',
+      'node-voice',
+      'flow-voice',
+      'flow-voice',
+    ]);
+    expect(call.said.at(-1)!.interruptible).toBe(false); // a goodbye is never cut
+    expect(call.hungUpAt).toBeDefined();
+  });
+
+  it('re-prompts on no input, then goes to onFail (default: hang up)', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock);
+    const { end } = await run(MENU, call, clock);
+    expect(end).toBe('hangup');
+    expect(call.said.map((s) => s.text)).toEqual(['Hello.', 'Press 1 or 2.', 'Press 1 or 2.']);
+    // Each prompt is followed by the full timeout of silence before the next.
+    expect(call.said[2]!.at - call.said[1]!.at).toBe(1000 + 3000);
+  });
+
+  it('an unknown key goes to `otherwise`', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock, [
+      { at: 2500, digit: '9' },
+      { at: 5000, digit: '2' },
+    ]);
+    const events: FlowEvent[] = [];
+    await run(MENU, call, clock, events);
+    expect(
+      events.filter((e) => e.node === 'menu' && e.detail?.['digits'] !== undefined).map((e) => e.detail),
+    ).toEqual([
+      { digits: '9', next: 'menu' },
+      { digits: '2', next: 'bye' },
+    ]);
+  });
+
+  it('after a barge-in, waits at least 5 s for a key before speaking again', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock, [], new Map([['Hello.', 400]]));
+    await run(MENU, call, clock);
+    const [hello, menu] = call.said;
+    expect(hello!.text).toBe('Hello.');
+    expect(menu!.text).toBe('Press 1 or 2.');
+    expect(menu!.at - hello!.at).toBeGreaterThanOrEqual(400 + 5000);
+  });
+
+  it('a key pressed in the wait after a barge-in answers the next menu without its prompt', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock, [{ at: 2000, digit: '2' }], new Map([['Hello.', 400]]));
+    const { end } = await run(MENU, call, clock);
+    expect(end).toBe('hangup');
+    expect(call.said.map((s) => s.text)).toEqual(['Hello.', 'Bye.']);
+  });
+
+  it('collects several digits, ending early on finishOnKey', async () => {
+    const pin = flow({
+      start: 'pin',
+      nodes: {
+        pin: {
+          type: 'gather',
+          prompt: 'PIN?',
+          digits: 4,
+          finishOnKey: '#',
+          branches: { '12': 'ok' },
+          onFail: 'no',
+        },
+        ok: { type: 'hangup', text: 'OK.' },
+        no: { type: 'hangup' },
+      },
+    });
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock, [
+      { at: 1500, digit: '1' },
+      { at: 2000, digit: '2' },
+      { at: 2500, digit: '#' },
+    ]);
+    await run(pin, call, clock);
+    expect(call.said.map((s) => s.text)).toEqual(['PIN?', 'OK.']);
+  });
+
+  it('posts webhook nodes and goes on whether they answer or fail', async () => {
+    const hooked = flow({
+      start: 'w',
+      nodes: {
+        w: { type: 'webhook', url: 'http://127.0.0.1:9/hook', event: 'entered', next: 'bye' },
+        bye: { type: 'hangup' },
+      },
+    });
+    const bodies: unknown[] = [];
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock);
+    const events: FlowEvent[] = [];
+    const end = await runFlow(hooked, call, {
+      name: 'hooked',
+      signal: new AbortController().signal,
+      onEvent: (e) => events.push(e),
+      post: async (_url, body) => {
+        bodies.push(body);
+        throw new Error('connection refused');
+      },
+    });
+    expect(end).toBe('hangup');
+    expect(bodies).toEqual([{ event: 'entered', callId: 'call-1', flow: 'hooked', node: 'w' }]);
+    expect(events.find((e) => e.type === 'flow.webhook')?.detail).toEqual({ error: 'connection refused' });
+  });
+
+  it('stops a flow that loops without ever speaking or waiting', async () => {
+    const loop = flow({
+      start: 'a',
+      nodes: { a: { type: 'webhook', url: 'http://127.0.0.1:9/x', event: 'e', next: 'a' } },
+    });
+    const clock = new FakeClock();
+    const end = await runFlow(loop, new ScriptedCall(clock), {
+      name: 'loop',
+      signal: new AbortController().signal,
+      post: async () => 204,
+    });
+    expect(end).toBe('loop');
+  });
+
+  it('ends as aborted when the call ends, leaving no timer', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock);
+    const controller = new AbortController();
+    const done = runFlow(MENU, call, { name: 'm', signal: controller.signal });
+    await clock.advance(2500); // after the greeting and the prompt: in the menu's wait for a key
+    controller.abort();
+    expect(await done).toBe('aborted');
+    expect(clock.pending).toBe(0);
+  });
+});
