@@ -206,6 +206,11 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     }
     switch (event.type) {
       case 'media':
+        if (event.streamId !== undefined && event.streamId !== state.stream.streamId) {
+          this.dropped++;
+          this.log.warn({ streamId: event.streamId }, 'media for an unknown stream dropped');
+          return;
+        }
         this.onAudio(state, event.payload, event.timestampMs);
         return;
       case 'mark':

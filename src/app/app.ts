@@ -4,7 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { controlApi } from '../../adapters/media-stream/control-api.js';
+import { PROTOCOLS } from '../../adapters/media-stream/protocols/index.js';
+import type { GatewayName, GatewayProtocol } from '../../adapters/media-stream/protocols/types.js';
+import { MediaStreamServer } from '../../adapters/media-stream/server.js';
 import { LocalSpeechService } from '../service/index.js';
+import { systemClock } from '../speaker/clock.js';
+import { PhraseCache } from '../speaker/phrase-cache.js';
 import { SpeechClient } from '../speech/client.js';
 import { SCOPES, type LoadedConfig } from './config.js';
 import { sendJson, type RouteHandler } from './http.js';
@@ -19,11 +25,15 @@ export interface App {
   readonly service: LocalSpeechService | undefined;
   /** The key the client sends; generated at start in embedded mode when none was given. */
   readonly generatedApiKey: string | undefined;
+  /** The phone calls: `/media/<gateway>` WebSockets, and the control API at `/calls`. */
+  readonly calls: MediaStreamServer;
   close(): Promise<void>;
 }
 
 export interface StartOptions {
   logger: Logger;
+  /** Sends flow webhooks; default fetch. */
+  post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
 }
 
 /**
@@ -123,6 +133,40 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     retryBaseDelayMs: config.speech.retryBaseDelayMs,
     retryMaxDelayMs: config.speech.retryMaxDelayMs,
   });
+  const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes });
+  const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
+  for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
+  const calls = new MediaStreamServer({
+    server,
+    protocols,
+    settings: {
+      voiceId: config.calls.voiceId,
+      leadMs: config.calls.leadMs,
+      markIntervalMs: config.calls.markIntervalMs,
+      bargeIn: config.calls.bargeIn.enabled,
+      defaultFlow: config.calls.defaultFlow ?? undefined,
+      flows: config.flows,
+      protocolOptions: Object.fromEntries(
+        Object.entries(config.calls.formats).map(([g, { l16ByteOrder, ...f }]) => [
+          g,
+          { outbound: { ...f, channels: 1 as const }, ...(l16ByteOrder ? { l16ByteOrder } : {}) },
+        ]),
+      ),
+    },
+    limits: {
+      maxCalls: config.calls.maxCalls,
+      maxPayloadBytes: config.calls.maxPayloadBytes,
+      maxMessagesPerSecond: config.calls.maxMessagesPerSecond,
+    },
+    secrets: { twilioAuthToken: secrets.twilioAuthToken, mediaStreamToken: secrets.mediaStreamToken },
+    source: client,
+    cache,
+    clock: systemClock,
+    logger: logger.child({ part: 'calls' }),
+    ...(options.post ? { post: options.post } : {}),
+  });
+  mounts.push({ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) });
+
   ready = true;
   logger.info({ url, speech: service ? 'embedded' : 'remote', speechBaseUrl: baseUrl }, 'voxbridge ready');
 
@@ -132,8 +176,10 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     client,
     service,
     generatedApiKey,
+    calls,
     async close() {
       ready = false;
+      await calls.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       await client.close();

@@ -23,6 +23,8 @@ const GATEWAYS = ['twilio', 'telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', '
 const wireFormatSchema = z.strictObject({
   encoding: z.enum(['mulaw', 'alaw', 's16le']),
   sampleRate: z.union([z.literal(8000), z.literal(16_000), z.literal(24_000)]),
+  /** Telnyx L16 only: RTP payloads are big-endian (RFC 3551) unless the account says otherwise. */
+  l16ByteOrder: z.enum(['big', 'little']).optional(),
 });
 
 export const configSchema = z.strictObject({
@@ -62,6 +64,8 @@ export const configSchema = z.strictObject({
     maxMessagesPerSecond: z.number().int().positive(),
     leadMs: z.number().int().min(20).max(2000),
     markIntervalMs: z.number().int().min(20).max(5000),
+    /** Audio of repeated prompts kept in memory (bytes of 24 kHz PCM), shared by all calls. */
+    phraseCacheBytes: z.number().int().min(0),
     /** Outbound codec per gateway where the gateway does not say it in its start message. */
     formats: z.partialRecord(z.enum(GATEWAYS), wireFormatSchema),
     bargeIn: z.strictObject({

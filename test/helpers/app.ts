@@ -62,7 +62,10 @@ export async function startTestApp(
     TEST_OTHER_KEY: KEYS.other,
     ...env,
   });
-  const app = await startApp(loaded, { logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'), ...options });
+  const app = await startApp(loaded, {
+    logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
+    ...options,
+  });
   return {
     app,
     url: app.url,

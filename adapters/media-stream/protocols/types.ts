@@ -30,6 +30,17 @@ export interface Framing {
   readonly exact: boolean;
 }
 
+/**
+ * Wire details a gateway's encoders need that the formats do not say, fixed when the stream starts (by
+ * the start message or a setting). Only the module of the gateway that set them reads them.
+ */
+export interface WireDialect {
+  /** Asterisk: control messages are plain text or JSON (chosen per call, `f(json)`); commands must match. */
+  readonly control?: 'text' | 'json';
+  /** Telnyx: the byte order of L16 on the wire; `inbound`/`outbound` stay s16le and the module swaps. */
+  readonly l16ByteOrder?: 'big' | 'little';
+}
+
 /** The stream a gateway opened: from its start message, needed by every encoder. */
 export interface StreamInfo {
   /** The gateway's call id when it gives one (Twilio `callSid`), else its stream id. */
@@ -43,6 +54,7 @@ export interface StreamInfo {
   readonly framing: Framing;
   /** Custom parameters of the call (Twilio `customParameters`, …); `flow` picks the IVR flow. */
   readonly parameters: Readonly<Record<string, string>>;
+  readonly dialect?: WireDialect;
 }
 
 /** One inbound message, as a union on `type`. Payloads are views into the message, in the inbound codec. */
@@ -56,6 +68,8 @@ export type InboundEvent =
       readonly payload: Uint8Array;
       /** Gateway timestamp of the chunk (ms since the stream began) when it gives one. */
       readonly timestampMs?: number;
+      /** The stream it says it belongs to, where the message names one: checked against the call's. */
+      readonly streamId?: string;
     }
   /**
    * A playout acknowledgement for a mark we sent. `outcome` when the gateway says which (jambonz
@@ -106,6 +120,12 @@ export interface ProtocolOptions {
    * does not carry it. Each module documents its default.
    */
   readonly outbound?: WireFormat;
+  /**
+   * Telnyx only: the byte order of L16 payloads. They are RTP payloads, and RTP's L16 is big-endian
+   * (RFC 3551); Telnyx's docs do not say, so the default is 'big'. Every other gateway documents (or its
+   * source shows) little-endian L16 and ignores this.
+   */
+  readonly l16ByteOrder?: 'big' | 'little';
 }
 
 export interface GatewayProtocol {

@@ -48,7 +48,12 @@ export class FakeTwilio {
     this.ws = new WebSocket(url, { headers: options.headers ?? {} });
     this.playout = new GatewayPlayout(MULAW_BYTES_PER_MS, (name, cleared) => {
       this.marksReturned.push({ name, cleared });
-      this.send({ event: 'mark', sequenceNumber: String(++this.seq), streamSid: this.streamSid, mark: { name } });
+      this.send({
+        event: 'mark',
+        sequenceNumber: String(++this.seq),
+        streamSid: this.streamSid,
+        mark: { name },
+      });
     });
     this.ws.on('message', (data, isBinary) => this.onMessage(data as Buffer, isBinary));
     this.customParameters = options.customParameters ?? {};
