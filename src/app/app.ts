@@ -94,7 +94,13 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     if (baseUrl === null) {
       if (!apiKey) apiKey = generatedApiKey = randomBytes(24).toString('base64url');
       const keys = [
-        { id: 'default', key: apiKey, scopes: SCOPES },
+        // voxbridge's own key: every call may have a segment playing and the next one prefetching.
+        {
+          id: 'default',
+          key: apiKey,
+          scopes: SCOPES,
+          maxConcurrent: Math.max(config.service.maxConcurrentPerKey, 2 * config.calls.maxCalls),
+        },
         ...config.service.keys.map((k) => ({
           id: k.id,
           key: secrets.serviceKeys.get(k.id)!,

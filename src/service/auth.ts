@@ -7,11 +7,14 @@ export interface ServiceKey {
   readonly id: string;
   readonly key: string;
   readonly scopes: readonly Scope[];
+  /** Speech requests this key may have in flight; default the service's `maxConcurrentPerKey`. */
+  readonly maxConcurrent?: number;
 }
 
 export interface Principal {
   readonly id: string;
   readonly scopes: ReadonlySet<Scope>;
+  readonly maxConcurrent: number | undefined;
 }
 
 /** The spec's primary header wins when a client sends both (the ElevenLabs SDK always adds xi-api-key). */
@@ -35,7 +38,10 @@ export class KeyRing {
       if (!k.key) throw new Error(`service key ${k.id} is empty`);
       if (ids.has(k.id)) throw new Error(`service key id ${k.id} is used twice`);
       ids.add(k.id);
-      return { digest: digest(k.key), principal: { id: k.id, scopes: new Set(k.scopes) } };
+      return {
+        digest: digest(k.key),
+        principal: { id: k.id, scopes: new Set(k.scopes), maxConcurrent: k.maxConcurrent },
+      };
     });
   }
 

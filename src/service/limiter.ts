@@ -3,10 +3,10 @@ export class ConcurrencyLimiter {
   private readonly active = new Map<string, number>();
   constructor(private readonly limit: number) {}
 
-  /** A release function, or undefined when `key` is at its limit. */
-  tryAcquire(key: string): (() => void) | undefined {
+  /** A release function, or undefined when `key` is at its limit (its own, or the default). */
+  tryAcquire(key: string, limit: number = this.limit): (() => void) | undefined {
     const n = this.active.get(key) ?? 0;
-    if (n >= this.limit) return undefined;
+    if (n >= limit) return undefined;
     this.active.set(key, n + 1);
     let released = false;
     return () => {

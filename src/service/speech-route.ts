@@ -123,7 +123,7 @@ export async function handleSpeech(
   // Another key's voice is as invisible as a missing one: its existence is not disclosed.
   if (!voice || (voice.owner !== null && voice.owner !== principal.id))
     throw new ServiceHttpError(404, 'voice_not_found', `voice ${voiceId} was not found`, 'voice_id');
-  const release = deps.limiter.tryAcquire(principal.id);
+  const release = deps.limiter.tryAcquire(principal.id, principal.maxConcurrent);
   if (!release)
     throw new ServiceHttpError(
       429,

@@ -23,7 +23,8 @@ function makeClient(
 }
 
 beforeAll(async () => {
-  t = await startTestApp({ service: { maxConcurrentPerKey: 2 } });
+  // One call at most: voxbridge's own key may then hold max(2, 2 × maxCalls) requests.
+  t = await startTestApp({ service: { maxConcurrentPerKey: 2 }, calls: { maxCalls: 1 } });
   client = makeClient(KEYS.main);
 });
 afterAll(async () => {

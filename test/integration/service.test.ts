@@ -12,6 +12,8 @@ beforeAll(async () => {
       maxConcurrentPerKey: 3,
       voices: { maxFiles: 3, maxFileBytes: 2_000_000, maxTotalBytes: 4_000_000 },
     },
+    // One call at most: voxbridge's own key may then hold max(3, 2 × maxCalls) requests.
+    calls: { maxCalls: 1 },
   });
 });
 afterAll(async () => {
