@@ -1,5 +1,7 @@
 /** `npm run bench`: every benchmark, figures printed as tables to quote in closing notes. */
 import { availableParallelism, cpus } from 'node:os';
+import { benchBargeIn } from './barge-in.js';
+import { benchCallsLoad } from './calls.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
 
@@ -9,3 +11,5 @@ console.log(
 const only = process.argv[2];
 if (!only || only === 'service') await benchService();
 if (!only || only === 'speaker') await benchSpeaker();
+if (!only || only === 'barge-in') await benchBargeIn();
+if (!only || only === 'calls') await benchCallsLoad();

@@ -359,7 +359,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     const samples = decode(payload, stream.inbound);
     const rate = stream.inbound.sampleRate;
     const atMs = timestampMs ?? (this.inboundSamples / rate) * 1000;
-    this.inboundSamples += samples.length / stream.inbound.channels;
+    this.inboundSamples += samples.length;
     if (this.vadBacklog >= MAX_VAD_BACKLOG) {
       this.dropped++;
       return;
@@ -468,15 +468,24 @@ export class CallNotActiveError extends Error {
   }
 }
 
+/** The caller's audio as mono samples: a stereo stream (jambonz `mixType: stereo`) keeps channel 0, the caller. */
 function decode(payload: Uint8Array, format: WireFormat): Int16Array {
+  let samples: Int16Array;
   switch (format.encoding) {
     case 'mulaw':
-      return decodeMulaw(payload);
+      samples = decodeMulaw(payload);
+      break;
     case 'alaw':
-      return decodeAlaw(payload);
+      samples = decodeAlaw(payload);
+      break;
     case 's16le':
-      return bytesToInt16(payload.length % 2 === 0 ? payload : payload.subarray(0, payload.length - 1));
+      samples = bytesToInt16(payload.length % 2 === 0 ? payload : payload.subarray(0, payload.length - 1));
+      break;
   }
+  if (format.channels === 1) return samples;
+  const mono = new Int16Array(samples.length >> 1);
+  for (let i = 0; i < mono.length; i++) mono[i] = samples[2 * i]!;
+  return mono;
 }
 
 export function publicResult(result: UtteranceResult): PublicResult {

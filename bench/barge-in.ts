@@ -1,0 +1,260 @@
+/**
+ * Barge-in on a phone call, end to end: calls over the Twilio protocol hear a long reply; the caller
+ * starts talking (real speech from the local service, mixed with line noise, sent at real time with
+ * Twilio's timestamps); we measure the caller's speech onset → the clear arriving at the gateway, and
+ * the clear → the speech service seeing the request go (synthesis cancelled).
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { encodeMulaw } from '../src/audio/g711.js';
+import { bytesToInt16 } from '../src/audio/pcm.js';
+import { Resampler } from '../src/audio/resampler.js';
+import { startApp, type App } from '../src/app/app.js';
+import { loadConfig } from '../src/app/config.js';
+import { createLogger } from '../src/app/logger.js';
+import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
+import { fmt, percentile } from './stats.js';
+
+const KEY = 'bench-key-0123456789abcdef';
+const FRAME_MS = 20;
+const FRAME_BYTES = 160;
+const CALLS = 5;
+const ROUNDS = 11;
+/** One long sentence: its response is still streaming when the caller cuts in (a real upstream to abort). */
+const REPLY =
+  'This answer goes on, and on, with every reason for the caller to cut in, '.repeat(50) + 'until the end.';
+const CALLER_LINES = [
+  'Sorry, can I stop you there?',
+  'Wait, that is not what I asked.',
+  'Hello? I need to talk to someone.',
+  'No, I want to change my booking.',
+  'Excuse me, one question please.',
+];
+
+/** Caller speech as 8 kHz mu-law, from the local service, with line noise about 25 dB below it. */
+async function callerSpeech(app: App, text: string, seed: number): Promise<Uint8Array> {
+  const pcm = (await app.client.synthesize({ voiceId: BUILT_IN_VOICE_ID, text, outputFormat: 'pcm_24000' }))
+    .audio;
+  const r = new Resampler({ inputRate: 24_000, outputRate: 8000 });
+  const input = bytesToInt16(pcm.slice());
+  const a = r.push(input);
+  const b = r.flush();
+  const speech = new Int16Array(a.length + b.length);
+  speech.set(a);
+  speech.set(b, a.length);
+  let x = seed;
+  for (let i = 0; i < speech.length; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    speech[i] = Math.max(-32768, Math.min(32767, speech[i]! + ((x % 401) - 200)));
+  }
+  return encodeMulaw(speech);
+}
+
+/** Line noise alone, mu-law. */
+function noise(frames: number, seed: number): Uint8Array {
+  const out = new Int16Array(frames * FRAME_BYTES);
+  let x = seed;
+  for (let i = 0; i < out.length; i++) {
+    x = (x * 1103515245 + 12345) & 0x7fffffff;
+    out[i] = (x % 401) - 200;
+  }
+  return encodeMulaw(out);
+}
+
+interface Measured {
+  onsetToClearMs: number;
+  /** The server's barge-in (interrupt) → the speech service cancelling the synthesis. */
+  interruptToCancelMs: number | undefined;
+}
+
+class Caller {
+  readonly ws: WebSocket;
+  readonly callSid: string;
+  readonly streamSid: string;
+  private seq = 0;
+  private inboundMs = 0;
+  receivedMs = 0;
+  clears: number[] = [];
+  private queue: Uint8Array[] = [];
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(url: string, i: number) {
+    this.callSid = `CA${String(i).padStart(32, '0')}`;
+    this.streamSid = `MZ${String(i).padStart(32, '0')}`;
+    this.ws = new WebSocket(url);
+    this.ws.on('message', (data: Buffer) => {
+      const m = JSON.parse(data.toString('utf8')) as {
+        event: string;
+        media?: { payload: string };
+        mark?: { name: string };
+      };
+      if (m.event === 'media') this.receivedMs += Buffer.byteLength(m.media!.payload, 'base64') / 8;
+      else if (m.event === 'clear') this.clears.push(performance.now());
+      else if (m.event === 'mark') this.send({ event: 'mark', streamSid: this.streamSid, mark: m.mark });
+    });
+    // The caller's line: one 20 ms frame every 20 ms, noise unless speech is queued.
+    this.timer = setInterval(() => this.tick(), FRAME_MS);
+  }
+
+  /** Sent at `performance.now()` when its frame leaves. */
+  onsetSentAt: number | undefined;
+  private onsetFrame = -1;
+
+  async start(): Promise<void> {
+    await new Promise((r) => this.ws.once('open', r));
+    this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+    this.send({
+      event: 'start',
+      sequenceNumber: String(++this.seq),
+      start: {
+        accountSid: 'AC0',
+        streamSid: this.streamSid,
+        callSid: this.callSid,
+        tracks: ['inbound'],
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+        customParameters: {},
+      },
+      streamSid: this.streamSid,
+    });
+  }
+
+  /** Queues the caller's speech; its first frame is the onset. */
+  speak(mulaw: Uint8Array): void {
+    this.onsetSentAt = undefined;
+    this.onsetFrame = 0;
+    this.queue = [];
+    for (let o = 0; o < mulaw.length; o += FRAME_BYTES) {
+      const f = new Uint8Array(FRAME_BYTES).fill(0xff);
+      f.set(mulaw.subarray(o, o + FRAME_BYTES));
+      this.queue.push(f);
+    }
+  }
+
+  private tick(): void {
+    const frame = this.queue.shift() ?? noise(1, this.seq + 7);
+    if (this.onsetFrame === 0) {
+      this.onsetSentAt = performance.now();
+      this.onsetFrame = -1;
+    }
+    this.send({
+      event: 'media',
+      sequenceNumber: String(++this.seq),
+      media: {
+        track: 'inbound',
+        chunk: String(this.seq),
+        timestamp: String(this.inboundMs),
+        payload: Buffer.from(frame).toString('base64'),
+      },
+      streamSid: this.streamSid,
+    });
+    this.inboundMs += FRAME_MS;
+  }
+
+  send(m: unknown): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(m));
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    this.ws.close();
+  }
+}
+
+async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (!predicate()) {
+    if (performance.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return true;
+}
+
+export async function benchBargeIn(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-barge-'));
+  const overlay = join(dir, 'bench.json');
+  await writeFile(overlay, JSON.stringify({ calls: { defaultFlow: null } }));
+  const app = await startApp(
+    loadConfig({
+      PORT: '0',
+      DATA_DIR: dir,
+      LOG_LEVEL: 'silent',
+      SPEECH_API_KEY: KEY,
+      VOXBRIDGE_CONFIG: overlay,
+    }),
+    { logger: createLogger('silent') },
+  );
+  const lines = await Promise.all(CALLER_LINES.map((l, i) => callerSpeech(app, l, i + 1)));
+  const measured: Measured[] = [];
+  let missed = 0;
+  const callers = Array.from(
+    { length: CALLS },
+    (_, i) => new Caller(`${app.url.replace('http:', 'ws:')}/media/twilio`, i),
+  );
+  try {
+    await Promise.all(callers.map((c) => c.start()));
+    await until(() => app.calls.list().filter((c) => c.state.status === 'active').length === CALLS, 5000);
+    await Promise.all(
+      callers.map(async (caller, ci) => {
+        for (let round = 0; round < ROUNDS; round++) {
+          const res = await fetch(`${app.url}/calls/${caller.callSid}/say`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ text: REPLY, wait: false }),
+          });
+          await res.json();
+          const heardBefore = caller.receivedMs;
+          // The caller lets the bot talk for 0.8–1.8 s, then speaks.
+          await until(
+            () => caller.receivedMs - heardBefore > 800 + ((round * 7 + ci * 3) % 10) * 100,
+            10_000,
+          );
+          const clearsBefore = caller.clears.length;
+          const cancelledBefore = app.service!.engineStats.cancelled;
+          let interruptToCancelMs: number | undefined;
+          const call = app.calls.get(caller.callSid)!;
+          const onEvent = (event: { type: string }): void => {
+            if (event.type !== 'barge-in') return;
+            const at = performance.now();
+            const poll = (): void => {
+              if (app.service!.engineStats.cancelled > cancelledBefore)
+                interruptToCancelMs = performance.now() - at;
+              else if (performance.now() - at < 500) setImmediate(poll);
+            };
+            poll();
+          };
+          call.on('event', onEvent);
+          caller.speak(lines[(round + ci) % lines.length]!);
+          const cleared = await until(() => caller.clears.length > clearsBefore, 3000);
+          if (!cleared || caller.onsetSentAt === undefined) {
+            missed++;
+            await fetch(`${app.url}/calls/${caller.callSid}/interrupt`, { method: 'POST' });
+          } else {
+            await until(() => interruptToCancelMs !== undefined, 600);
+            measured.push({
+              onsetToClearMs: caller.clears.at(-1)! - caller.onsetSentAt,
+              interruptToCancelMs,
+            });
+          }
+          call.off('event', onEvent);
+          // Let the caller finish talking before the next round.
+          await new Promise((r) => setTimeout(r, 2500));
+        }
+      }),
+    );
+  } finally {
+    for (const c of callers) c.close();
+    await app.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+  const toClear = measured.map((m) => m.onsetToClearMs);
+  const toCancel = measured.flatMap((m) =>
+    m.interruptToCancelMs === undefined ? [] : [m.interruptToCancelMs],
+  );
+  console.log(
+    `\n## Barge-in on calls (${CALLS} Twilio calls, ${measured.length + missed} caller onsets over the bot's speech)\n` +
+      `speech onset → clear at the gateway: p50 ${fmt(percentile(toClear, 50), 0)} ms, p95 ${fmt(percentile(toClear, 95), 0)} ms, max ${fmt(Math.max(...toClear), 0)} ms; missed ${missed}\n` +
+      `clear sent → speech service sees the request go (synthesis cancelled): p50 ${fmt(percentile(toCancel, 50), 1)} ms, p95 ${fmt(percentile(toCancel, 95), 1)} ms over ${toCancel.length}`,
+  );
+}
