@@ -6,26 +6,16 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { decodeAlaw, decodeMulaw } from '../../src/audio/g711.js';
-import { bytesToInt16 } from '../../src/audio/pcm.js';
-import {
-  postJson,
-  runFlow,
-  type FlowCall,
-  type FlowEvent,
-  type FlowSayResult,
-} from '../../src/flows/runner.js';
+import { postJson, runFlow, type FlowCall, type FlowSayResult } from '../../src/flows/runner.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
-import {
-  Speaker,
-  type SayOptions,
-  type UtteranceHandle,
-  type UtteranceResult,
-} from '../../src/speaker/speaker.js';
+import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
 import type { WireFormat } from '../../src/speaker/sink.js';
+import { publicResult, type CallEvent, type EventBody } from './call-events.js';
+import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
+import { DigitQueue } from './digit-queue.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
 import {
   ProtocolError,
@@ -35,19 +25,6 @@ import {
   type ProtocolOptions,
   type StreamInfo,
 } from './protocols/types.js';
-
-/** Finds the start of speech in the caller's audio (the VAD). One per call. */
-export interface OnsetDetector {
-  /**
-   * Feeds the caller's audio in order; resolves with the estimated onset (ms on the inbound timeline)
-   * when speech is confirmed, once per run of speech.
-   */
-  push(
-    samples: Int16Array,
-    info: { timestampMs: number; botAudible: boolean },
-  ): Promise<{ onsetMs: number } | undefined>;
-  reset(): void;
-}
 
 export interface CallSettings {
   voiceId: string;
@@ -77,44 +54,6 @@ export interface CallOptions {
   post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
 }
 
-/** What a call reports, in order; `seq` numbers them per call. */
-export type CallEvent = { seq: number; at: string; callId: string } & (
-  | {
-      type: 'call.started';
-      gateway: GatewayName;
-      streamId: string;
-      flow: string | null;
-      parameters: Record<string, string>;
-    }
-  | { type: 'utterance.started'; utteranceId: string; text: string }
-  | { type: 'utterance.finished'; utteranceId: string; result: PublicResult }
-  | {
-      type: 'barge-in';
-      utteranceId: string | undefined;
-      /** Speech onset on the inbound timeline, and when it was confirmed there. */
-      onsetMs: number;
-      detectedMs: number;
-      playedMs: number;
-      heardText: string;
-    }
-  | { type: 'dtmf'; digit: string }
-  | { type: 'flow'; event: FlowEvent }
-  | { type: 'call.ended'; reason: string }
-);
-
-type DistributiveOmit<T, K extends keyof never> = T extends unknown ? Omit<T, K> : never;
-type EventBody = DistributiveOmit<CallEvent, 'seq' | 'at' | 'callId'>;
-
-export interface PublicResult {
-  status: UtteranceResult['status'];
-  playedMs: number;
-  heardText: string;
-  error?: { code: string; message: string };
-  firstByteMs: number | undefined;
-  firstFrameMs: number | undefined;
-  underruns: number;
-}
-
 type CallState =
   | { status: 'connecting' }
   | {
@@ -129,8 +68,6 @@ type CallState =
 
 const WEBHOOK_TIMEOUT_MS = 3000;
 
-/** Keys pressed and not yet read by a flow, at most. */
-const MAX_PENDING_DIGITS = 64;
 /** Chunks of caller audio waiting for the VAD before newer ones are skipped (≈ 1 s at 20 ms). */
 const MAX_VAD_BACKLOG = 50;
 
@@ -145,8 +82,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
   private seq = 0;
   private readonly options: CallOptions;
   private readonly log: Logger;
-  private digits: string[] = [];
-  private digitWaiter: ((digit: string) => void) | undefined;
+  private readonly digits: DigitQueue;
   private inboundSamples = 0;
   private vadBacklog = 0;
   private vadChain: Promise<void> = Promise.resolve();
@@ -157,6 +93,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     this.options = options;
     this.gateway = options.gateway.name;
     this.log = options.logger;
+    this.digits = new DigitQueue(options.clock);
   }
 
   get stream(): StreamInfo | undefined {
@@ -282,7 +219,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     const flowCall: FlowCall = {
       id: this.id,
       say: (text, o) => this.sayForFlow(text, o),
-      nextDigit: (timeoutMs, signal) => this.nextDigit(timeoutMs, signal),
+      nextDigit: (timeoutMs, signal) => this.digits.next(timeoutMs, signal),
       hangup: () => this.hangup(),
     };
     runFlow(flow, flowCall, {
@@ -344,7 +281,6 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
       state.detector?.reset();
       void state.speaker.close();
     }
-    this.digitWaiter = undefined;
     this.emitEvent({ type: 'call.ended', reason });
     this.emit('ended', reason);
   }
@@ -356,7 +292,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
   ): void {
     const { detector, stream } = state;
     if (!detector || payload.length === 0) return;
-    const samples = decode(payload, stream.inbound);
+    const samples = decodeCallerAudio(payload, stream.inbound);
     const rate = stream.inbound.sampleRate;
     const atMs = timestampMs ?? (this.inboundSamples / rate) * 1000;
     this.inboundSamples += samples.length;
@@ -398,37 +334,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     this.emitEvent({ type: 'dtmf', digit });
     // A key press answers the flow's prompt: the prompt stops, as it would for the caller's voice.
     if (state.flow) state.speaker.interrupt();
-    if (this.digitWaiter) {
-      const wake = this.digitWaiter;
-      this.digitWaiter = undefined;
-      wake(digit);
-    } else if (this.digits.length < MAX_PENDING_DIGITS) this.digits.push(digit);
-  }
-
-  private async nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined> {
-    const queued = this.digits.shift();
-    if (queued !== undefined) return queued;
-    const { clock } = this.options;
-    const timeout = new AbortController();
-    const both = AbortSignal.any([signal, timeout.signal]);
-    return new Promise<string | undefined>((resolve, reject) => {
-      this.digitWaiter = (digit) => {
-        timeout.abort();
-        resolve(digit);
-      };
-      clock.sleepUntil(clock.now() + timeoutMs, both).then(
-        () => {
-          this.digitWaiter = undefined;
-          resolve(undefined);
-        },
-        () => {
-          if (signal.aborted) {
-            this.digitWaiter = undefined;
-            reject(signal.reason as Error);
-          }
-        },
-      );
-    });
+    this.digits.push(digit);
   }
 
   private emitEvent(body: EventBody): void {
@@ -466,44 +372,4 @@ export class CallNotActiveError extends Error {
   ) {
     super(`call ${callId} is ${status}`);
   }
-}
-
-/** The caller's audio as mono samples: a stereo stream (jambonz `mixType: stereo`) keeps channel 0, the caller. */
-function decode(payload: Uint8Array, format: WireFormat): Int16Array {
-  let samples: Int16Array;
-  switch (format.encoding) {
-    case 'mulaw':
-      samples = decodeMulaw(payload);
-      break;
-    case 'alaw':
-      samples = decodeAlaw(payload);
-      break;
-    case 's16le':
-      samples = bytesToInt16(payload.length % 2 === 0 ? payload : payload.subarray(0, payload.length - 1));
-      break;
-  }
-  if (format.channels === 1) return samples;
-  const mono = new Int16Array(samples.length >> 1);
-  for (let i = 0; i < mono.length; i++) mono[i] = samples[2 * i]!;
-  return mono;
-}
-
-export function publicResult(result: UtteranceResult): PublicResult {
-  const error = result.error as { code?: unknown; message?: unknown } | undefined;
-  return {
-    status: result.status,
-    playedMs: result.playedMs,
-    heardText: result.heardText,
-    ...(error
-      ? {
-          error: {
-            code: typeof error.code === 'string' ? error.code : 'error',
-            message: typeof error.message === 'string' ? error.message : 'utterance failed',
-          },
-        }
-      : {}),
-    firstByteMs: result.metrics.firstByteMs,
-    firstFrameMs: result.metrics.firstFrameMs,
-    underruns: result.metrics.underruns,
-  };
 }

@@ -7,7 +7,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { BodyTooLargeError, readBody, sendJson, type RouteHandler } from '../../src/app/http.js';
 import { TEXT_MAX_CHARS } from '../../src/speech/limits.js';
-import { CallNotActiveError, publicResult, type Call, type CallEvent } from './call.js';
+import { publicResult, type CallEvent } from './call-events.js';
+import { CallNotActiveError, type Call } from './call.js';
 import type { MediaStreamServer } from './server.js';
 
 const MAX_BODY_BYTES = 64 * 1024;

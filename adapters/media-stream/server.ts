@@ -12,7 +12,8 @@ import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import type { WireFormat } from '../../src/speaker/sink.js';
 import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
-import { Call, type CallSettings, type OnsetDetector } from './call.js';
+import { Call, type CallSettings } from './call.js';
+import type { OnsetDetector } from './caller-audio.js';
 import type { GatewayName, GatewayProtocol } from './protocols/types.js';
 
 export interface MediaStreamLimits {

@@ -1,0 +1,37 @@
+/** The caller's side of a call: its audio as samples, and the detector that finds speech in it. */
+import { decodeAlaw, decodeMulaw } from '../../src/audio/g711.js';
+import { bytesToInt16 } from '../../src/audio/pcm.js';
+import type { WireFormat } from '../../src/speaker/sink.js';
+
+/** Finds the start of speech in the caller's audio (the VAD). One per call. */
+export interface OnsetDetector {
+  /**
+   * Feeds the caller's audio in order; resolves with the estimated onset (ms on the inbound timeline)
+   * when speech is confirmed, once per run of speech.
+   */
+  push(
+    samples: Int16Array,
+    info: { timestampMs: number; botAudible: boolean },
+  ): Promise<{ onsetMs: number } | undefined>;
+  reset(): void;
+}
+
+/** The caller's audio as mono samples: a stereo stream (jambonz `mixType: stereo`) keeps channel 0, the caller. */
+export function decodeCallerAudio(payload: Uint8Array, format: WireFormat): Int16Array {
+  let samples: Int16Array;
+  switch (format.encoding) {
+    case 'mulaw':
+      samples = decodeMulaw(payload);
+      break;
+    case 'alaw':
+      samples = decodeAlaw(payload);
+      break;
+    case 's16le':
+      samples = bytesToInt16(payload.length % 2 === 0 ? payload : payload.subarray(0, payload.length - 1));
+      break;
+  }
+  if (format.channels === 1) return samples;
+  const mono = new Int16Array(samples.length >> 1);
+  for (let i = 0; i < mono.length; i++) mono[i] = samples[2 * i]!;
+  return mono;
+}
