@@ -52,6 +52,8 @@ export interface CallOptions {
   detector?: (inbound: WireFormat) => OnsetDetector;
   /** Webhook sender for flows (tests inject their own). */
   post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
+  /** The upgrade URL's query parameters (the `token` among them excluded). */
+  urlParameters?: Readonly<Record<string, string>>;
 }
 
 type CallState =
@@ -169,7 +171,13 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     }
   }
 
-  private start(stream: StreamInfo): void {
+  private start(started: StreamInfo): void {
+    // Query parameters of the stream URL count as call parameters (Exotel appends custom parameters
+    // there); what the start message says wins.
+    const stream: StreamInfo = {
+      ...started,
+      parameters: { ...this.options.urlParameters, ...started.parameters },
+    };
     const { settings, clock } = this.options;
     this.id = stream.callId;
     const sink = new PhoneSink({

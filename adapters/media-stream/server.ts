@@ -118,10 +118,12 @@ export class MediaStreamServer {
       reject(socket, verdict.status, verdict.reason);
       return;
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, protocol));
+    const urlParameters: Record<string, string> = {};
+    for (const [k, v] of url.searchParams) if (k !== 'token') urlParameters[k] = v;
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, protocol, urlParameters));
   }
 
-  private connect(ws: WebSocket, protocol: GatewayProtocol): void {
+  private connect(ws: WebSocket, protocol: GatewayProtocol, urlParameters: Record<string, string>): void {
     const { limits, logger } = this.options;
     if (this.calls.size >= limits.maxCalls) {
       logger.warn({ gateway: protocol.name, calls: this.calls.size }, 'call refused: at maxCalls');
@@ -147,6 +149,7 @@ export class MediaStreamServer {
       settings: this.options.settings,
       ...(this.options.detector ? { detector: this.options.detector } : {}),
       ...(this.options.post ? { post: this.options.post } : {}),
+      urlParameters,
     });
     this.calls.add(call);
     for (const listener of this.callStarted) listener(call);

@@ -23,8 +23,11 @@ afterAll(async () => {
   await t.close();
 });
 
-async function connect(options: ConstructorParameters<typeof FakeTwilio>[1] = {}): Promise<FakeTwilio> {
-  const g = new FakeTwilio(`${wsUrl}/media/twilio`, options);
+async function connect(
+  options: ConstructorParameters<typeof FakeTwilio>[1] = {},
+  query = '',
+): Promise<FakeTwilio> {
+  const g = new FakeTwilio(`${wsUrl}/media/twilio${query}`, options);
   await g.start();
   await g.until(() => t.app.calls.get(g.callSid)?.state.status === 'active', 5000, 'the call to start');
   return g;
@@ -110,7 +113,8 @@ describe('Twilio media stream', () => {
   });
 
   it('control API: lists calls, describes one, streams its events, and hangs up', async () => {
-    const g = await connect({ customParameters: { customer: 'c-42' } });
+    // Query parameters of the stream URL are call parameters too; the start message's win.
+    const g = await connect({ customParameters: { customer: 'c-42' } }, '?campaign=spring&customer=url');
     const list = (await (await fetch(`${t.url}/calls`)).json()) as { calls: Array<Record<string, unknown>> };
     expect(list.calls.map((c) => c['id'])).toContain(g.callSid);
     const one = (await (await fetch(`${t.url}/calls/${g.callSid}`)).json()) as Record<string, unknown>;
@@ -119,7 +123,7 @@ describe('Twilio media stream', () => {
       gateway: 'twilio',
       status: 'active',
       stream_id: g.streamSid,
-      parameters: { customer: 'c-42' },
+      parameters: { customer: 'c-42', campaign: 'spring' },
       inbound: { encoding: 'mulaw', sampleRate: 8000, channels: 1 },
     });
     const sse = new SseReader(`${t.url}/calls/${g.callSid}/events`);

@@ -62,6 +62,17 @@ export class GatewayPlayout {
     return this.played.reduce((n, f) => n + f.bytes.length / this.bytesPerMs, 0);
   }
 
+  /**
+   * Where playout is at this instant (ms): `playedMs` plus the part of the message now playing. A
+   * message counts in `played` only once all of it has played, which for big messages (Exotel: at
+   * least 200 ms) lags the listener by up to a message.
+   */
+  get positionMs(): number {
+    this.tick();
+    const head = this.queue[0];
+    return this.playedMs + (head?.kind === 'audio' ? Math.min(this.budgetMs, head.ms) : 0);
+  }
+
   stop(): void {
     clearInterval(this.timer);
   }
