@@ -4,6 +4,7 @@ import { benchBargeIn } from './barge-in.js';
 import { benchCallsLoad } from './calls.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
+import { benchVad } from './vad.js';
 
 console.log(
   `# voxbridge benchmarks — node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
@@ -11,5 +12,6 @@ console.log(
 const only = process.argv[2];
 if (!only || only === 'service') await benchService();
 if (!only || only === 'speaker') await benchSpeaker();
+if (!only || only === 'vad') await benchVad();
 if (!only || only === 'barge-in') await benchBargeIn();
 if (!only || only === 'calls') await benchCallsLoad();

@@ -70,8 +70,11 @@ type CallState =
 
 const WEBHOOK_TIMEOUT_MS = 3000;
 
-/** Chunks of caller audio waiting for the VAD before newer ones are skipped (≈ 1 s at 20 ms). */
-const MAX_VAD_BACKLOG = 50;
+/**
+ * Chunks of caller audio waiting for the VAD before newer ones are skipped (≈ 10 s at 20 ms): a memory
+ * bound only, since the detector itself falls back to its energy gate when inference lags.
+ */
+const MAX_VAD_BACKLOG = 500;
 
 export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> {
   /** Ours until the gateway's start message names the call; then the gateway's call id. */

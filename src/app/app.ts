@@ -4,10 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { bargeInDetectors } from '../../adapters/media-stream/barge-in.js';
 import { controlApi } from '../../adapters/media-stream/control-api.js';
 import { PROTOCOLS } from '../../adapters/media-stream/protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../adapters/media-stream/protocols/types.js';
 import { MediaStreamServer } from '../../adapters/media-stream/server.js';
+import { SileroModel } from '../audio/vad/index.js';
 import { LocalSpeechService } from '../service/index.js';
 import { systemClock } from '../speaker/clock.js';
 import { PhraseCache } from '../speaker/phrase-cache.js';
@@ -140,6 +142,9 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     retryMaxDelayMs: config.speech.retryMaxDelayMs,
   });
   const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes });
+  const { bargeIn } = config.calls;
+  // One voice-activity model for every call, loaded before the first call can arrive.
+  const vad = bargeIn.enabled ? await SileroModel.load() : undefined;
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
   const calls = new MediaStreamServer({
@@ -149,7 +154,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       voiceId: config.calls.voiceId,
       leadMs: config.calls.leadMs,
       markIntervalMs: config.calls.markIntervalMs,
-      bargeIn: config.calls.bargeIn.enabled,
+      bargeIn: bargeIn.enabled,
       defaultFlow: config.calls.defaultFlow ?? undefined,
       flows: config.flows,
       protocolOptions: Object.fromEntries(
@@ -169,6 +174,14 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     cache,
     clock: systemClock,
     logger: logger.child({ part: 'calls' }),
+    ...(vad
+      ? {
+          detector: bargeInDetectors(vad, {
+            minSpeechMs: bargeIn.minSpeechMs,
+            minSpeechWhileAudibleMs: bargeIn.minSpeechWhileAudibleMs,
+          }),
+        }
+      : {}),
     ...(options.post ? { post: options.post } : {}),
   });
   mounts.push({ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) });

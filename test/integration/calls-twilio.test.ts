@@ -7,9 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import twilio from 'twilio';
 import WebSocket from 'ws';
 import { twilioSignature } from '../../adapters/media-stream/auth.js';
+import { encodeMulaw } from '../../src/audio/g711.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 import { SseReader } from '../helpers/sse.js';
+import { noisyUtterance, VOICES } from '../helpers/vad-audio.js';
 
 let t: TestApp;
 let wsUrl: string;
@@ -334,5 +336,77 @@ describe('MEDIA_STREAM_TOKEN and CONTROL_TOKEN', () => {
       headers: { Authorization: 'Bearer control-token-0123456789' },
     });
     expect(ok.status).toBe(200);
+  });
+});
+
+/** Caller audio at real time, one 20 ms message every 20 ms, as a live call streams it. */
+async function sendLive(g: FakeTwilio, mulaw: Uint8Array): Promise<void> {
+  const start = performance.now();
+  for (let o = 0, k = 0; o < mulaw.length; o += 160, k++) {
+    g.sendAudio(mulaw.subarray(o, o + 160));
+    const due = start + (k + 1) * 20;
+    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+  }
+}
+
+describe('barge-in on the caller voice (Twilio)', () => {
+  let voiceApp: TestApp;
+  let speech: Uint8Array;
+  let speechOnsetMs: number;
+  let cough: Uint8Array;
+  beforeAll(async () => {
+    voiceApp = await startTestApp({ calls: { defaultFlow: null } });
+    const u = await noisyUtterance(
+      'Sorry, can I stop you there? I have a question.',
+      VOICES[1]!,
+      8000,
+      20,
+      11,
+    );
+    speech = encodeMulaw(u.samples);
+    speechOnsetMs = u.onsetMs;
+    // 250 ms of speech: enough when the bot is silent, too short to count as more than echo while it talks.
+    const burst = new Int16Array(u.samples.length);
+    const end = Math.round(((u.onsetMs + 250) / 1000) * 8000);
+    burst.set(u.samples.subarray(0, end));
+    cough = encodeMulaw(burst);
+  });
+  afterAll(async () => {
+    await voiceApp.close();
+  });
+
+  it('clears the gateway and aborts the reply when the caller talks over it; a short burst does not', async () => {
+    const g = new FakeTwilio(`${voiceApp.url.replace('http:', 'ws:')}/media/twilio`);
+    await g.start();
+    await g.until(() => voiceApp.app.calls.get(g.callSid)?.state.status === 'active', 5000, 'the call');
+    const sse = new SseReader(`${voiceApp.url}/calls/${g.callSid}/events`);
+    const reply = 'This is a long answer that goes on, and on, and on, '.repeat(30) + 'until it ends.';
+    const pending = fetch(`${voiceApp.url}/calls/${g.callSid}/say`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: reply }),
+    });
+    await g.until(() => g.playout.playedMs > 800, 10_000, 'the reply to be heard');
+    await sendLive(g, cough);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(g.received.some((r) => r.event === 'clear')).toBe(false);
+    const onsetAt = g.inboundTimestampMs;
+    void sendLive(g, speech);
+    await g.until(() => g.received.some((r) => r.event === 'clear'), 5000, 'the clear');
+    const clearIndex = g.received.findIndex((r) => r.event === 'clear');
+    const result = (await (await pending).json()) as Record<string, unknown>;
+    expect(result['status']).toBe('interrupted');
+    expect(reply.startsWith(result['heard_text'] as string)).toBe(true);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(g.received.slice(clearIndex + 1).filter((r) => r.event === 'media')).toEqual([]);
+    await sse.until((e) => e.some((x) => x.event === 'barge-in'));
+    const event = sse.of('barge-in')[0] as { onsetMs: number; detectedMs: number };
+    // The onset is placed on the caller's timeline, where the speech begins in what we sent (or at its
+    // second word: "Sorry," alone is too short to count while the bot talks).
+    expect(event.onsetMs).toBeGreaterThan(onsetAt + speechOnsetMs - 100);
+    expect(event.onsetMs).toBeLessThan(onsetAt + speechOnsetMs + 800);
+    expect(event.detectedMs - event.onsetMs).toBeGreaterThan(380); // the bot was audible: 400 ms of speech
+    sse.close();
+    await g.close();
   });
 });

@@ -1,0 +1,36 @@
+/**
+ * The barge-in detector of each call, from the process's one Silero model: at the gateway's rate when
+ * the model runs at it (8 or 16 kHz), else resampled to 16 kHz first (jambonz or Telnyx at 24 kHz).
+ */
+import { Resampler } from '../../src/audio/resampler.js';
+import { SpeechOnsetDetector, type SileroModel, type VadSampleRate } from '../../src/audio/vad/index.js';
+import type { WireFormat } from '../../src/speaker/sink.js';
+import type { OnsetDetector } from './caller-audio.js';
+
+export interface BargeInSettings {
+  minSpeechMs: number;
+  minSpeechWhileAudibleMs: number;
+}
+
+const MODEL_RATES: ReadonlySet<number> = new Set([8000, 16_000]);
+const FALLBACK_RATE: VadSampleRate = 16_000;
+
+export function bargeInDetectors(
+  model: SileroModel,
+  settings: BargeInSettings,
+): (inbound: WireFormat) => OnsetDetector {
+  return (inbound) => {
+    const direct = MODEL_RATES.has(inbound.sampleRate);
+    const sampleRate = direct ? (inbound.sampleRate as VadSampleRate) : FALLBACK_RATE;
+    const detector = new SpeechOnsetDetector(model, { sampleRate, ...settings });
+    if (direct) return detector;
+    const resampler = new Resampler({ inputRate: inbound.sampleRate, outputRate: FALLBACK_RATE });
+    return {
+      push: (samples, info) => detector.push(resampler.push(samples), info),
+      reset: () => {
+        resampler.reset();
+        detector.reset();
+      },
+    };
+  };
+}
