@@ -30,7 +30,7 @@ export async function benchVad(): Promise<void> {
       for (const text of UTTERANCES)
         for (const voice of VOICES) {
           const u = await noisyUtterance(text, voice, sampleRate, snr, seed++);
-          const d = new SpeechOnsetDetector(model, { sampleRate: sampleRate as VadSampleRate });
+          const d = new SpeechOnsetDetector(model, { sampleRate: sampleRate });
           let first: number | undefined;
           const c0 = cpuUs();
           for (let o = 0; o < u.samples.length; o += chunk) {

@@ -125,7 +125,7 @@ export class SpeechOnsetDetector {
       // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps
       // between syllables); otherwise it sleeps.
       const running = this.runStartMs !== undefined || this.gateClosedMs <= RUN_GAP_MS;
-      let p = 0;
+      let p: number;
       if ((open || running) && this.backlog < MAX_BACKLOG_WINDOWS) {
         if (this.idleMs >= RESET_AFTER_IDLE_MS) {
           this.silero.reset();
