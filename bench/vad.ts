@@ -3,7 +3,7 @@
  * eSpeak speech in noise, false triggers on ten minutes of a line where nobody talks, CPU per 20 ms
  * chunk (idle line and speech) and memory per detector, at 8 and 16 kHz.
  */
-import { SileroModel, SpeechOnsetDetector, type VadSampleRate } from '../src/audio/vad/index.js';
+import { SileroModel, SpeechOnsetDetector } from '../src/audio/vad/index.js';
 import { nonSpeechSecond, noisyUtterance, UTTERANCES, VOICES } from '../test/helpers/vad-audio.js';
 import { seeded } from '../test/helpers/random.js';
 import { fmt, percentile, printTable } from './stats.js';
