@@ -2,7 +2,7 @@
  * Barge-in on a phone call, end to end: calls over the Twilio protocol hear a long reply; the caller
  * starts talking (real speech from the local service, mixed with line noise, sent at real time with
  * Twilio's timestamps); we measure the caller's speech onset → the clear arriving at the gateway, and
- * the clear → the speech service seeing the request go (synthesis cancelled).
+ * the clear → the speech service seeing the request go (its client disconnected mid-response).
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -211,14 +211,14 @@ export async function benchBargeIn(): Promise<void> {
             10_000,
           );
           const clearsBefore = caller.clears.length;
-          const cancelledBefore = app.service!.engineStats.cancelled;
+          const disconnectedBefore = app.service!.requestStats.disconnected;
           let interruptToCancelMs: number | undefined;
           const call = app.calls.get(caller.callSid)!;
           const onEvent = (event: { type: string }): void => {
             if (event.type !== 'barge-in') return;
             const at = performance.now();
             const poll = (): void => {
-              if (app.service!.engineStats.cancelled > cancelledBefore)
+              if (app.service!.requestStats.disconnected > disconnectedBefore)
                 interruptToCancelMs = performance.now() - at;
               else if (performance.now() - at < 500) setImmediate(poll);
             };
@@ -255,6 +255,6 @@ export async function benchBargeIn(): Promise<void> {
   console.log(
     `\n## Barge-in on calls (${CALLS} Twilio calls, ${measured.length + missed} caller onsets over the bot's speech)\n` +
       `speech onset → clear at the gateway: p50 ${fmt(percentile(toClear, 50), 0)} ms, p95 ${fmt(percentile(toClear, 95), 0)} ms, max ${fmt(Math.max(...toClear), 0)} ms; missed ${missed}\n` +
-      `clear sent → speech service sees the request go (synthesis cancelled): p50 ${fmt(percentile(toCancel, 50), 1)} ms, p95 ${fmt(percentile(toCancel, 95), 1)} ms over ${toCancel.length}`,
+      `clear sent → speech service sees the request go (client disconnected mid-response): p50 ${fmt(percentile(toCancel, 50), 1)} ms, p95 ${fmt(percentile(toCancel, 95), 1)} ms over ${toCancel.length}`,
   );
 }

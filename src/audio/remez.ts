@@ -48,7 +48,7 @@ export interface MinimaxOptions {
  * Grid points per period of the fastest cosine in the basis, about 8 per ripple of the error: enough to
  * find every peak, which a parabola through its neighbours then places between the grid points.
  */
-const GRID_POINTS_PER_PERIOD = 16;
+const GRID_POINTS_PER_PERIOD = 32;
 const MAX_ITERATIONS = 30;
 /**
  * The exchange stops once the levelled error is within this fraction of the largest error, i.e. within
@@ -240,9 +240,8 @@ function weightedErrors(
   const n = coefficients.length;
   const { bandOf, bands } = grid;
   let largest = 0;
-  for (let g = 0, row = 0; g < error.length; g++, row += n) {
-    let a = constant;
-    for (let i = 0; i < n; i++) a += coefficients[i]! * basis[row + i]!;
+  for (let g = 0; g < error.length; g++) {
+    const a = constant + dot(coefficients, 0, basis, g * n, n);
     const band = bands[bandOf[g]!]!;
     const e = band.weight * (band.gain - a);
     error[g] = e;
@@ -306,35 +305,54 @@ function solveLinear(system: Float64Array, rhs: Float64Array): Float64Array {
   const n = rhs.length;
   const a = system.slice();
   const b = rhs.slice();
-  for (let k = 0, rowK = 0; k < n; k++, rowK += n) {
-    let pivot = k;
-    for (let i = k + 1; i < n; i++) if (Math.abs(a[i * n + k]!) > Math.abs(a[pivot * n + k]!)) pivot = i;
-    if (pivot !== k) {
-      const rowP = pivot * n;
-      for (let j = k; j < n; j++) {
-        const t = a[rowK + j]!;
-        a[rowK + j] = a[rowP + j]!;
-        a[rowP + j] = t;
-      }
-      const t = b[k]!;
-      b[k] = b[pivot]!;
-      b[pivot] = t;
+  for (let k = 0; k < n; k++) eliminateColumn(a, b, k);
+  const x = new Float64Array(n);
+  for (let i = n - 1; i >= 0; i--)
+    x[i] = (b[i]! - dot(a, i * n + i + 1, x, i + 1, n - i - 1)) / a[i * n + i]!;
+  return x;
+}
+
+/**
+ * One step of the elimination: brings the largest entry of column k (from row k down) to row k, then
+ * subtracts multiples of row k from the rows below to clear the column. (Small functions that run
+ * often are compiled early, which is most of the speed of a design made once.)
+ */
+function eliminateColumn(a: Float64Array, b: Float64Array, k: number): void {
+  const n = b.length;
+  let pivot = k;
+  for (let i = k + 1; i < n; i++) if (Math.abs(a[i * n + k]!) > Math.abs(a[pivot * n + k]!)) pivot = i;
+  const rowK = k * n;
+  if (pivot !== k) {
+    const rowP = pivot * n;
+    for (let j = k; j < n; j++) {
+      const t = a[rowK + j]!;
+      a[rowK + j] = a[rowP + j]!;
+      a[rowP + j] = t;
     }
-    const diagonal = a[rowK + k]!;
-    for (let i = k + 1, rowI = rowK + n; i < n; i++, rowI += n) {
-      const factor = a[rowI + k]! / diagonal;
-      if (factor === 0) continue;
-      for (let j = k; j < n; j++) a[rowI + j] = a[rowI + j]! - factor * a[rowK + j]!;
+    const t = b[k]!;
+    b[k] = b[pivot]!;
+    b[pivot] = t;
+  }
+  const diagonal = a[rowK + k]!;
+  for (let i = k + 1; i < n; i++) {
+    const factor = a[i * n + k]! / diagonal;
+    if (factor !== 0) {
+      subtractScaled(a, i * n + k, rowK + k, n - k, factor);
       b[i] = b[i]! - factor * b[k]!;
     }
   }
-  const x = new Float64Array(n);
-  for (let i = n - 1; i >= 0; i--) {
-    let s = b[i]!;
-    for (let j = i + 1; j < n; j++) s -= a[i * n + j]! * x[j]!;
-    x[i] = s / a[i * n + i]!;
-  }
-  return x;
+}
+
+/** a[to + j] −= factor · a[from + j] for j < count. */
+function subtractScaled(a: Float64Array, to: number, from: number, count: number, factor: number): void {
+  for (let j = 0; j < count; j++) a[to + j] = a[to + j]! - factor * a[from + j]!;
+}
+
+/** Σ a[i + j] · b[k + j] for j < count. */
+function dot(a: Float64Array, i: number, b: Float64Array, k: number, count: number): number {
+  let sum = 0;
+  for (let j = 0; j < count; j++) sum += a[i + j]! * b[k + j]!;
+  return sum;
 }
 
 /** A Nyquist (N-th band) lowpass: symmetric taps, 1/N at the centre, exactly 0 at every N-th tap. */

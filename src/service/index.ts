@@ -66,6 +66,9 @@ export class LocalSpeechService {
     return this.pool.stats;
   }
 
+  /** Speech responses cut short by their client (it disconnected before the end). */
+  readonly requestStats = { disconnected: 0 };
+
   get engineQueueDepth(): number {
     return this.pool.queueDepth;
   }
@@ -136,7 +139,13 @@ export class LocalSpeechService {
           'voice_id',
         );
       }
-      const deps = { pool: this.pool, voices: this.voices, limiter: this.limiter, logger: this.logger };
+      const deps = {
+        pool: this.pool,
+        voices: this.voices,
+        limiter: this.limiter,
+        logger: this.logger,
+        stats: this.requestStats,
+      };
       await handleSpeech(deps, req, res, url, principal, voiceId, speech[2] !== undefined, requestId);
       return;
     }

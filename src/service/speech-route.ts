@@ -30,6 +30,8 @@ export interface SpeechRouteDeps {
   readonly voices: VoiceStore;
   readonly limiter: ConcurrencyLimiter;
   readonly logger: Logger;
+  /** Responses the client walked away from before their end (barge-in, a hang-up). */
+  readonly stats: { disconnected: number };
 }
 
 interface SpeechInput {
@@ -135,7 +137,9 @@ export async function handleSpeech(
   // The client going away (or the socket dying) stops synthesis at once.
   const abort = new AbortController();
   const onClose = (): void => {
-    if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+    if (res.writableFinished) return;
+    deps.stats.disconnected++;
+    abort.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
   try {

@@ -101,13 +101,17 @@ describe('Twilio media stream', () => {
     const g = await connect();
     // One long sentence: its response is still streaming when the caller goes.
     const sentence = 'A very long reply that goes on, and on, '.repeat(118) + 'until it ends.';
-    const cancelledBefore = t.app.service!.engineStats.cancelled;
+    const disconnectedBefore = t.app.service!.requestStats.disconnected;
     const pending = post(`/calls/${g.callSid}/say`, { text: sentence });
     await g.until(() => g.playout.playedMs > 300, 10_000, 'audio');
     const t0 = performance.now();
     g.ws.terminate();
     // The service sees the request go (its socket closes) and stops synthesising it.
-    await g.until(() => t.app.service!.engineStats.cancelled > cancelledBefore, 2000, 'synthesis cancelled');
+    await g.until(
+      () => t.app.service!.requestStats.disconnected > disconnectedBefore,
+      2000,
+      'the speech service to see the request go',
+    );
     expect(performance.now() - t0).toBeLessThan(500);
     expect((await pending).json['status']).toBe('interrupted');
     expect(t.app.calls.get(g.callSid)).toBeUndefined();
