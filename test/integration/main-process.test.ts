@@ -78,4 +78,16 @@ describe('the main process', () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(/server\.port/);
   });
+
+  it('refuses to listen beyond loopback without the tokens, saying what to set', async () => {
+    const child = spawn(process.execPath, [compiledModule('app/main.js').pathname], {
+      env: { PATH: process.env['PATH'] ?? '', HOST: '0.0.0.0', PORT: '0', DATA_DIR: dataDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/refusing to listen on 0\.0\.0\.0.*CONTROL_TOKEN.*MEDIA_STREAM_TOKEN/s);
+  });
 });
