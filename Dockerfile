@@ -4,14 +4,14 @@ FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
-COPY tsconfig.json tsconfig.build.json ./
-COPY src ./src
-COPY adapters ./adapters
-COPY bench ./bench
+# Everything the build compiles (src, adapters, examples, bench and the test helpers it uses).
+COPY . .
 RUN npm run build
 
 # Runtime stage: production dependencies and the build only.
 FROM node:24-bookworm-slim
+# Listening beyond loopback: pass CONTROL_TOKEN and MEDIA_STREAM_TOKEN (or TWILIO_AUTH_TOKEN for a
+# Twilio-only deployment) with `docker run -e`, or voxbridge refuses to start and says so.
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
