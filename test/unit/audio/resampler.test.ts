@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Resampler } from '../../../src/audio/resampler.js';
+import { Resampler, designResampler } from '../../../src/audio/resampler.js';
 import { seeded } from '../../helpers/random.js';
 
 /** The rate pairs the project needs, with the passband each must keep flat. */
@@ -325,6 +325,46 @@ describe('Resampler: streaming', () => {
   it('rejects rates that are not positive integers', () => {
     expect(() => new Resampler({ inputRate: 0, outputRate: 8000 })).toThrow(RangeError);
     expect(() => new Resampler({ inputRate: 24_000, outputRate: 44_100.5 })).toThrow(RangeError);
+  });
+});
+
+describe('Resampler: filter design', () => {
+  it('designs the hot paths equiripple, shorter than the Kaiser-windowed sinc they replace', () => {
+    // 24 → 8 kHz: Kaiser's formula for 85 dB over 3.4–4.6 kHz at 24 kHz gives 112 taps (56 multiplies a
+    // sample, mirrored taps paired). A third-band equiripple for 84 dB needs about 100 (Kaiser's estimate
+    // for equal ripples), of which every third is zero: 34 pairs and the centre.
+    const toPhone = designResampler(24_000, 8000);
+    expect(toPhone.method).toBe('equiripple');
+    expect(toPhone.tapsPerPhase).toBeLessThanOrEqual(102);
+    expect(toPhone.multipliesPerOutput).toBeLessThanOrEqual(36);
+    // 24 → 48 kHz: Kaiser needs 36 taps a phase (9 multiplies a sample, phase 0 being a copy). A
+    // half-band equiripple over 10–14 kHz at 48 kHz needs about 59 taps, 30 of them in phase 1.
+    const toDiscord = designResampler(24_000, 48_000);
+    expect(toDiscord.method).toBe('equiripple');
+    expect(toDiscord.tapsPerPhase).toBeLessThanOrEqual(30);
+    expect(toDiscord.multipliesPerOutput).toBeLessThanOrEqual(7.5);
+    for (const design of [toPhone, toDiscord, designResampler(24_000, 16_000)])
+      expect(design.attenuationDb).toBeGreaterThanOrEqual(84);
+  });
+
+  it('keeps the Kaiser window where L is large', () => {
+    expect(designResampler(22_050, 24_000)).toMatchObject({ method: 'kaiser', up: 160 });
+    expect(designResampler(24_000, 44_100)).toMatchObject({ method: 'kaiser', up: 147 });
+  });
+
+  it('designs each rate pair once: every Resampler of the pair shares the same, frozen design', () => {
+    const a = new Resampler({ inputRate: 24_000, outputRate: 8000 });
+    const b = new Resampler({ inputRate: 24_000, outputRate: 8000, outputChannels: 2 });
+    expect(b.design).toBe(a.design);
+    expect(designResampler(24_000, 8000)).toBe(a.design);
+    expect(Object.isFrozen(a.design)).toBe(true);
+  });
+
+  it('passes the input through unchanged when the rates are equal', () => {
+    const input = noise(5000, 31, 20_000);
+    expect(
+      firstDifference(resampleAll(new Resampler({ inputRate: 16_000, outputRate: 16_000 }), input), input),
+    ).toBe(-1);
   });
 });
 
