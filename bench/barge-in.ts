@@ -76,6 +76,8 @@ class Caller {
   private seq = 0;
   private inboundMs = 0;
   receivedMs = 0;
+  private playheadEnd = 0;
+  private readonly markTimers: NodeJS.Timeout[] = [];
   clears: number[] = [];
   private queue: Uint8Array[] = [];
   private readonly timer: NodeJS.Timeout;
@@ -90,9 +92,21 @@ class Caller {
         media?: { payload: string };
         mark?: { name: string };
       };
-      if (m.event === 'media') this.receivedMs += Buffer.byteLength(m.media!.payload, 'base64') / 8;
-      else if (m.event === 'clear') this.clears.push(performance.now());
-      else if (m.event === 'mark') this.send({ event: 'mark', streamSid: this.streamSid, mark: m.mark });
+      const now = performance.now();
+      if (m.event === 'media') {
+        const ms = Buffer.byteLength(m.media!.payload, 'base64') / 8;
+        this.receivedMs += ms;
+        // Played at real time after what is already buffered, as Twilio plays it.
+        this.playheadEnd = Math.max(now, this.playheadEnd) + ms;
+      } else if (m.event === 'clear') {
+        this.clears.push(now);
+        this.playheadEnd = now;
+        for (const t of this.markTimers.splice(0)) clearTimeout(t);
+      } else if (m.event === 'mark') {
+        // Returned once the audio before it has played (every pending one at once on a clear: dropped here).
+        const echo = (): void => this.send({ event: 'mark', streamSid: this.streamSid, mark: m.mark });
+        this.markTimers.push(setTimeout(echo, Math.max(0, this.playheadEnd - now)));
+      }
     });
     // The caller's line: one 20 ms frame every 20 ms, noise unless speech is queued.
     this.timer = setInterval(() => this.tick(), FRAME_MS);
@@ -158,6 +172,7 @@ class Caller {
 
   close(): void {
     clearInterval(this.timer);
+    for (const t of this.markTimers) clearTimeout(t);
     this.ws.close();
   }
 }

@@ -26,8 +26,8 @@ export interface SpeechOnset {
 
 /** A window under this probability ends a run of speech once enough of them follow. */
 const SILENCE_BELOW = 0.35;
-/** Non-speech within a run that does not end it (ms): the gaps between syllables. */
-const RUN_GAP_MS = 120;
+/** Non-speech within a run that does not end it (ms): gaps between syllables and a comma's pause. */
+const RUN_GAP_MS = 250;
 /** Silence that re-arms detection after an onset was reported (ms). */
 const REARM_SILENCE_MS = 300;
 /** Windows kept before the gate opens and checked first, so the onset is not missed by the gate. */
