@@ -22,3 +22,4 @@ export type { Clock } from './speaker/clock.js';
 export { systemClock } from './speaker/clock.js';
 export { PlayoutClock } from './speaker/playout-clock.js';
 export { PhraseCache } from './speaker/phrase-cache.js';
+export { parseScript, ScriptError, type Cast, type CastMember, type ScriptLine } from './speaker/script.js';
