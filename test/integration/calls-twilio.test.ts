@@ -260,12 +260,12 @@ describe('the default flow over Twilio', () => {
 });
 
 describe('X-Twilio-Signature on the upgrade', () => {
-  const AUTH_TOKEN = 'test-twilio-auth-token-0123456789';
+  const SIGNING_SECRET = 'made-up-signing-secret-0123456789';
   let signed: TestApp;
   let url: string;
   beforeAll(async () => {
     signed = await startTestApp({ calls: { defaultFlow: null } }, undefined, {
-      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      TWILIO_AUTH_TOKEN: SIGNING_SECRET,
     });
     url = `${signed.url.replace('http:', 'ws:')}/media/twilio`;
   });
@@ -287,11 +287,11 @@ describe('X-Twilio-Signature on the upgrade', () => {
   it("accepts the signature the twilio package computes, and ours passes the package's validator", async () => {
     // Twilio signs the wss:// URL it connects to (TLS ends in front of voxbridge).
     const publicUrl = url.replace('ws:', 'wss:');
-    const signature = twilio.getExpectedTwilioSignature(AUTH_TOKEN, publicUrl, {});
-    expect(twilioSignature(AUTH_TOKEN, publicUrl)).toBe(signature);
-    expect(twilio.validateRequest(AUTH_TOKEN, twilioSignature(AUTH_TOKEN, publicUrl), publicUrl, {})).toBe(
-      true,
-    );
+    const signature = twilio.getExpectedTwilioSignature(SIGNING_SECRET, publicUrl, {});
+    expect(twilioSignature(SIGNING_SECRET, publicUrl)).toBe(signature);
+    expect(
+      twilio.validateRequest(SIGNING_SECRET, twilioSignature(SIGNING_SECRET, publicUrl), publicUrl, {}),
+    ).toBe(true);
     expect(await upgradeStatus({ 'X-Twilio-Signature': signature })).toBe(101);
   });
 
