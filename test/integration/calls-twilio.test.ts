@@ -259,6 +259,57 @@ describe('the default flow over Twilio', () => {
   });
 });
 
+describe('the default flow after a barge-in (Twilio)', () => {
+  let flowApp: TestApp;
+  let speech: Uint8Array;
+  beforeAll(async () => {
+    flowApp = await startTestApp();
+    speech = encodeMulaw(
+      (await noisyUtterance('Hello? Hello, is anybody there?', VOICES[2]!, 8000, 25, 21)).samples,
+    );
+  });
+  afterAll(async () => {
+    await flowApp.close();
+  });
+
+  it('stops the greeting when the caller talks, then waits at least 5 s for a key before the menu', async () => {
+    const g = new FakeTwilio(`${flowApp.url.replace('http:', 'ws:')}/media/twilio`);
+    await g.start();
+    await g.until(() => flowApp.app.calls.get(g.callSid) !== undefined, 5000, 'the call');
+    const sse = new SseReader(`${flowApp.url}/calls/${g.callSid}/events`);
+    await g.until(() => g.playout.playedMs > 1000, 10_000, 'the greeting to be heard');
+    await sendLive(g, speech);
+    await sse.until((e) => e.some((x) => x.event === 'barge-in'), 5000);
+    const greeting = (await (async () => {
+      await sse.until((e) => e.some((x) => x.event === 'utterance.finished'));
+      return sse.of('utterance.finished')[0];
+    })()) as { result: { status: string } };
+    expect(greeting.result.status).toBe('interrupted');
+    // The menu comes only after the wait for a key.
+    await sse.until(
+      (e) =>
+        e.some(
+          (x) =>
+            x.event === 'utterance.started' && (x.data as { text: string }).text.startsWith('Press any key'),
+        ),
+      15_000,
+    );
+    // On the call's own clock (the events' timestamps): the menu starts ≥ 5 s after the barge-in.
+    const at = (event: string, text?: string): number =>
+      Date.parse(
+        (
+          sse.events.find(
+            (e) =>
+              e.event === event && (text === undefined || (e.data as { text: string }).text.startsWith(text)),
+          )!.data as { at: string }
+        ).at,
+      );
+    expect(at('utterance.started', 'Press any key') - at('barge-in')).toBeGreaterThanOrEqual(5000);
+    sse.close();
+    await g.close();
+  }, 30_000);
+});
+
 describe('X-Twilio-Signature on the upgrade', () => {
   const SIGNING_SECRET = 'made-up-signing-secret-0123456789';
   let signed: TestApp;
