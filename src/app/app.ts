@@ -9,7 +9,9 @@ import { controlApi } from '../../adapters/media-stream/control-api.js';
 import { PROTOCOLS } from '../../adapters/media-stream/protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../adapters/media-stream/protocols/types.js';
 import { MediaStreamServer } from '../../adapters/media-stream/server.js';
+import { designResampler } from '../audio/resampler.js';
 import { SileroModel } from '../audio/vad/index.js';
+import { SPEAKER_SAMPLE_RATE } from '../speaker/segment-audio.js';
 import { LocalSpeechService } from '../service/index.js';
 import { systemClock } from '../speaker/clock.js';
 import { PhraseCache } from '../speaker/phrase-cache.js';
@@ -18,6 +20,8 @@ import { SCOPES, type LoadedConfig } from './config.js';
 import { sendJson, type RouteHandler } from './http.js';
 
 export const SPEECH_MOUNT = '/api/speech';
+/** Sink rates in use: G.711 phones, wideband phones (L16 16 kHz), Discord. */
+const WARM_OUTPUT_RATES = [8000, 16_000, 48_000];
 
 export interface App {
   readonly url: string;
@@ -141,6 +145,9 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     retryBaseDelayMs: config.speech.retryBaseDelayMs,
     retryMaxDelayMs: config.speech.retryMaxDelayMs,
   });
+  // Design the resampler filters the calls and Discord use now (≈ 12 ms each the first time), not
+  // in the middle of a first call's first frames.
+  for (const rate of WARM_OUTPUT_RATES) designResampler(SPEAKER_SAMPLE_RATE, rate);
   const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes });
   const { bargeIn } = config.calls;
   // One voice-activity model for every call, loaded before the first call can arrive.
