@@ -8,9 +8,15 @@
  * backpressure is the only pacing: `selfPaced`). The speaker pads every utterance to whole frames, so
  * prism's encoder, which drops a partial last frame, never cuts an ending. `clear()` is `player.stop()`
  * (not `stop(true)`, which leaves a prepared packet to leak into the next utterance).
+ *
+ * Utterances that follow each other share one run: `flush()` does not end the stream, it ends it only
+ * once the player has taken every frame and nothing new came for `holdMs`. A queued next utterance
+ * (the next line of a narration) so continues the same resource with no gap, where a new resource
+ * would replace the old one mid-play (`play()` cuts what is still buffered) or start after 5 frames of
+ * silence padding and a fresh pre-buffer.
  */
-import { PassThrough } from 'node:stream';
 import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { createAudioResource, StreamType, type AudioResource } from '@discordjs/voice';
 import type { AudioSink, SinkFrame, WireFormat } from '../../src/speaker/sink.js';
 
@@ -25,10 +31,15 @@ export interface DiscordSinkOptions {
   prebufferFrames?: number;
   /** Frames queued for the player at most before `write()` waits (default 10 = 200 ms). */
   maxQueuedFrames?: number;
+  /** After an utterance's last frame has been taken, how long the run waits for the next one (default 40 ms). */
+  holdMs?: number;
 }
 
-const FRAME_MS = 20;
-const FRAME_BYTES = 3840;
+export const DISCORD_FRAME_MS = 20;
+/** 20 ms of 48 kHz stereo s16le. */
+export const DISCORD_FRAME_BYTES = 3840;
+const FRAME_MS = DISCORD_FRAME_MS;
+const FRAME_BYTES = DISCORD_FRAME_BYTES;
 const FORMAT: WireFormat = { encoding: 's16le', sampleRate: 48_000, channels: 2 };
 
 interface Run {
@@ -38,19 +49,36 @@ interface Run {
   readonly startMs: number;
   frames: number;
   started: boolean;
+  /** The last utterance written has ended; the run ends too unless another follows within `holdMs`. */
+  flushed: boolean;
+}
+
+/** Resolves when the stream takes more, or is gone. */
+function drained(stream: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
 }
 
 export class DiscordSink implements AudioSink {
   readonly format = FORMAT;
   readonly frameMs = FRAME_MS;
-  readonly leadMs = 0;
+  /** What the player has queued at most: a producer later than this leaves the player without audio. */
+  readonly leadMs: number;
   readonly selfPaced = true;
 
   private readonly prebufferFrames: number;
   private readonly maxQueuedFrames: number;
+  private readonly holdMs: number;
+  /** The run being written or playing out. */
   private run: Run | undefined;
-  /** A flushed run still playing out. */
-  private draining: Run | undefined;
+  private endTimer: NodeJS.Timeout | undefined;
   /** Timeline: audio written and not cleared; audio of runs that have finished playing. */
   private written = 0;
   private settledMs = 0;
@@ -62,38 +90,51 @@ export class DiscordSink implements AudioSink {
   ) {
     this.prebufferFrames = options.prebufferFrames ?? 5;
     this.maxQueuedFrames = options.maxQueuedFrames ?? 10;
+    this.holdMs = options.holdMs ?? 40;
+    this.leadMs = this.maxQueuedFrames * FRAME_MS;
   }
 
   async write(frame: SinkFrame): Promise<void> {
     if (frame.payload.byteLength !== FRAME_BYTES)
       throw new RangeError(`a Discord frame is ${FRAME_BYTES} bytes, got ${frame.payload.byteLength}`);
-    const run = this.run ?? this.open();
+    let run = this.run;
+    if (!run || run.stream.writableEnded || run.stream.destroyed) run = this.open();
+    run.flushed = false;
+    this.cancelEnd();
     const accepted = run.stream.write(frame.payload);
     run.frames++;
     this.written += FRAME_MS;
     if (!run.started && run.frames >= this.prebufferFrames) this.start(run);
-    if (!accepted && run.started) await once(run.stream, 'drain').catch(() => undefined);
+    if (!accepted && run.started) await drained(run.stream);
   }
 
-  /** The end of an utterance: what is buffered plays out, and the run ends with it. */
+  /** The end of an utterance: what is buffered plays out; the run ends unless more follows. */
   flush(): void {
     const run = this.run;
-    if (!run) return;
+    if (!run || run.stream.writableEnded) return;
     if (!run.started) this.start(run);
-    run.stream.end();
-    this.draining = run;
-    this.run = undefined;
+    run.flushed = true;
+    this.scheduleEnd(run);
   }
 
   clear(): void {
+    const played = this.playedMs();
     const run = this.run;
     this.run = undefined;
-    this.draining = undefined;
+    this.cancelEnd();
     this.player.stop();
-    if (run) run.stream.destroy();
-    this.written = this.playedMs();
-    this.settledMs = this.written;
+    if (run) {
+      run.stream.destroy();
+      run.resource.playStream.destroy(); // encoded packets still queued go too
+    }
+    this.written = played;
+    this.settledMs = played;
     this.wake();
+  }
+
+  /** Stops playback and frees the run (the guild is leaving). */
+  close(): void {
+    this.clear();
   }
 
   writtenMs(): number {
@@ -101,7 +142,7 @@ export class DiscordSink implements AudioSink {
   }
 
   playedMs(): number {
-    const run = this.run ?? this.draining;
+    const run = this.run;
     const playing = run?.started ? Math.min(run.resource.playbackDuration, run.frames * FRAME_MS) : 0;
     return Math.min(this.written, Math.max(this.settledMs, (run?.startMs ?? this.settledMs) + playing));
   }
@@ -124,11 +165,11 @@ export class DiscordSink implements AudioSink {
   private open(): Run {
     const stream = new PassThrough({ highWaterMark: this.maxQueuedFrames * FRAME_BYTES });
     const resource = createAudioResource(stream, { inputType: StreamType.Raw });
-    const run: Run = { stream, resource, startMs: this.written, frames: 0, started: false };
+    const run: Run = { stream, resource, startMs: this.written, frames: 0, started: false, flushed: false };
     // A run that played to its end is settled on the timeline.
     resource.playStream.once('end', () => {
       this.settledMs = Math.max(this.settledMs, run.startMs + run.frames * FRAME_MS);
-      if (this.draining === run) this.draining = undefined;
+      if (this.run === run) this.run = undefined;
       this.wake();
     });
     this.run = run;
@@ -140,7 +181,43 @@ export class DiscordSink implements AudioSink {
     this.player.play(run.resource);
   }
 
+  /** Ends a flushed run once the player has taken its last frame and `holdMs` brought nothing new. */
+  private scheduleEnd(run: Run): void {
+    const check = (): void => {
+      if (this.run !== run || !run.flushed) return;
+      const left = run.frames * FRAME_MS - run.resource.playbackDuration;
+      this.endTimer =
+        left > 0
+          ? setTimeout(check, left)
+          : setTimeout(() => {
+              if (this.run === run && run.flushed) run.stream.end();
+            }, this.holdMs);
+    };
+    this.cancelEnd();
+    check();
+  }
+
+  private cancelEnd(): void {
+    clearTimeout(this.endTimer);
+    this.endTimer = undefined;
+  }
+
   private wake(): void {
     for (const w of [...this.waiters]) w();
   }
+}
+
+/**
+ * The first `createAudioResource()` in a process loads the Opus encoder (70–200 ms): done at start,
+ * not in a guild's first utterance. Resolves with the time it took (ms).
+ */
+export async function warmDiscordAudio(): Promise<number> {
+  const started = performance.now();
+  const stream = new PassThrough();
+  const resource = createAudioResource(stream, { inputType: StreamType.Raw });
+  stream.end(Buffer.alloc(FRAME_BYTES));
+  if (resource.playStream.readableLength === 0) await once(resource.playStream, 'readable');
+  resource.read();
+  resource.playStream.destroy();
+  return performance.now() - started;
 }

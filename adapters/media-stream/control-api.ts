@@ -3,9 +3,15 @@
  * speak, interrupt, hang up, and follow a call's events as server-sent events. Mounted at `/calls`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { BodyTooLargeError, readBody, sendJson, type RouteHandler } from '../../src/app/http.js';
+import {
+  bearerAuthorized,
+  readJsonBody,
+  sendJson,
+  sendMethodNotAllowed,
+  sendUnauthorized,
+  type RouteHandler,
+} from '../../src/app/http.js';
 import { TEXT_MAX_CHARS } from '../../src/speech/limits.js';
 import { publicResult, type CallEvent } from './call-events.js';
 import { CallNotActiveError, type Call } from './call.js';
@@ -57,31 +63,16 @@ function describe(call: Call): Record<string, unknown> {
   };
 }
 
-function authorized(req: IncomingMessage, token: string | undefined): boolean {
-  if (token === undefined) return true;
-  const header = req.headers.authorization ?? '';
-  const m = /^Bearer\s+(.+)$/i.exec(header);
-  if (!m) return false;
-  const a = createHash('sha256').update(m[1]!).digest();
-  const b = createHash('sha256').update(token).digest();
-  return timingSafeEqual(a, b);
-}
-
 export function controlApi(calls: MediaStreamServer, controlToken: string | undefined): RouteHandler {
   return async (req, res, path) => {
-    if (!authorized(req, controlToken)) {
-      sendJson(
-        res,
-        401,
-        { error: 'bearer token required (CONTROL_TOKEN)' },
-        { 'www-authenticate': 'Bearer' },
-      );
+    if (!bearerAuthorized(req, controlToken)) {
+      sendUnauthorized(res);
       return true;
     }
     const method = req.method ?? 'GET';
     const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
     if (parts.length === 0) {
-      if (method !== 'GET') return methodNotAllowed(res, 'GET');
+      if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
       sendJson(res, 200, { calls: calls.list().map(describe) });
       return true;
     }
@@ -97,20 +88,20 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
         else if (method === 'DELETE') {
           await call.hangup();
           res.writeHead(204).end();
-        } else methodNotAllowed(res, 'GET, DELETE');
+        } else sendMethodNotAllowed(res, 'GET, DELETE');
         return true;
       case 'say':
-        if (method !== 'POST') return methodNotAllowed(res, 'POST');
+        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
         await say(call, req, res);
         return true;
       case 'interrupt': {
-        if (method !== 'POST') return methodNotAllowed(res, 'POST');
+        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
         const r = call.interrupt();
         sendJson(res, 200, { interrupted: r.interrupted, played_ms: r.playedMs, heard_text: r.heardText });
         return true;
       }
       case 'events':
-        if (method !== 'GET') return methodNotAllowed(res, 'GET');
+        if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
         events(call, req, res);
         return true;
       default:
@@ -120,21 +111,10 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
   };
 }
 
-function methodNotAllowed(res: ServerResponse, allow: string): true {
-  sendJson(res, 405, { error: `method not allowed; use ${allow}` }, { allow });
-  return true;
-}
-
 async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  let body: unknown;
-  try {
-    body = JSON.parse((await readBody(req, MAX_BODY_BYTES)).toString('utf8'));
-  } catch (error) {
-    if (error instanceof BodyTooLargeError) sendJson(res, 413, { error: error.message });
-    else sendJson(res, 400, { error: 'body must be JSON' });
-    return;
-  }
-  const parsed = sayBody.safeParse(body);
+  const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+  if (!read) return;
+  const parsed = sayBody.safeParse(read.body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     sendJson(res, 400, { error: issue.message, param: issue.path.join('.') || null });

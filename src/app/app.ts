@@ -4,6 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { DiscordBot } from '../../adapters/discord/bot.js';
+import { discordControlApi } from '../../adapters/discord/control-api.js';
+import { warmDiscordAudio } from '../../adapters/discord/discord-sink.js';
+import { DiscordGuilds } from '../../adapters/discord/guilds.js';
 import { bargeInDetectors } from '../../adapters/media-stream/barge-in.js';
 import { controlApi } from '../../adapters/media-stream/control-api.js';
 import { PROTOCOLS } from '../../adapters/media-stream/protocols/index.js';
@@ -33,6 +37,10 @@ export interface App {
   readonly generatedApiKey: string | undefined;
   /** The phone calls: `/media/<gateway>` WebSockets, and the control API at `/calls`. */
   readonly calls: MediaStreamServer;
+  /** Discord voice in every guild (driven by the bot and by the control API at `/discord`). */
+  readonly discord: DiscordGuilds;
+  /** The bot, once logged in (only when DISCORD_TOKEN is set). */
+  readonly discordBot: () => DiscordBot | undefined;
   close(): Promise<void>;
 }
 
@@ -193,8 +201,70 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   });
   mounts.push({ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) });
 
+  const discord = new DiscordGuilds({
+    settings: {
+      ...config.discord,
+      modelId: config.speech.modelId,
+      narration: {
+        narrator: config.discord.narration.narrator,
+        cast: Object.fromEntries(
+          Object.entries(config.discord.narration.cast).map(([name, m]) => [
+            name,
+            {
+              voiceId: m.voiceId,
+              // Only the settings the config gives (exact optional properties).
+              ...(m.voiceSettings
+                ? {
+                    voiceSettings: Object.fromEntries(
+                      Object.entries(m.voiceSettings).filter(([, v]) => v !== undefined),
+                    ),
+                  }
+                : {}),
+            },
+          ]),
+        ),
+      },
+    },
+    source: client,
+    cache,
+    logger: logger.child({ part: 'discord' }),
+  });
+  let bot: DiscordBot | undefined;
+  mounts.push({
+    prefix: '/discord',
+    handler: discordControlApi({
+      guilds: discord,
+      controlToken: secrets.controlToken,
+      ...(secrets.discordToken ? { adapterCreator: (guildId: string) => bot?.adapterCreator(guildId) } : {}),
+    }),
+  });
+  if (secrets.discordToken) {
+    const ms = await warmDiscordAudio();
+    logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');
+  }
+
   ready = true;
   logger.info({ url, speech: service ? 'embedded' : 'remote', speechBaseUrl: baseUrl }, 'voxbridge ready');
+  // The bot logs in after the service is up: Discord being slow or unreachable does not hold the rest.
+  let botStarting: Promise<void> | undefined;
+  if (secrets.discordToken) {
+    botStarting = DiscordBot.start({
+      token: secrets.discordToken,
+      guilds: discord,
+      listVoices: async () => (await client.listVoices({ pageSize: 100 })).voices,
+      commandGuildIds: config.discord.commandGuildIds,
+      logger: logger.child({ part: 'discord' }),
+    }).then(
+      (started) => {
+        bot = started;
+      },
+      (error: unknown) =>
+        logger.error(
+          { err: error },
+          'the Discord bot could not log in (check DISCORD_TOKEN); it is not running',
+        ),
+    );
+  }
 
   return {
     url,
@@ -203,8 +273,13 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     service,
     generatedApiKey,
     calls,
+    discord,
+    discordBot: () => bot,
     async close() {
       ready = false;
+      await botStarting;
+      await discord.close();
+      await bot?.close();
       await calls.close();
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

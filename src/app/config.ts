@@ -27,6 +27,54 @@ const wireFormatSchema = z.strictObject({
   l16ByteOrder: z.enum(['big', 'little']).optional(),
 });
 
+const castMemberSchema = z.strictObject({
+  voiceId: z.string().min(1),
+  voiceSettings: z
+    .strictObject({
+      stability: z.number().min(0).max(1).optional(),
+      similarityBoost: z.number().min(0).max(1).optional(),
+      style: z.number().min(0).max(1).optional(),
+      useSpeakerBoost: z.boolean().optional(),
+      speed: z.number().min(0.7).max(1.2).optional(),
+    })
+    .optional(),
+});
+
+const snowflake = z.string().regex(/^\d{1,25}$/, 'must be a Discord id (snowflake)');
+
+const discordSchema = z.strictObject({
+  /** Default voice of /say and of every guild. */
+  voiceId: z.string().min(1),
+  /** Register the slash commands in these guilds only (instant); empty: globally. */
+  commandGuildIds: z.array(snowflake),
+  bargeIn: z.strictObject({
+    enabled: z.boolean(),
+    minSpeechMs: z.number().int().min(20).max(5000),
+    maxGapMs: z.number().int().min(0).max(1000),
+    minLevelDbfs: z.number().min(-96).max(0),
+  }),
+  /** Per-guild overrides by guild id, e.g. barge-in off for a noisy table. */
+  guilds: z.record(snowflake, z.strictObject({ bargeIn: z.boolean().optional() })),
+  joinTimeoutMs: z.number().int().min(1000).max(120_000),
+  reconnect: z.strictObject({
+    maxAttempts: z.number().int().min(0).max(100),
+    baseDelayMs: z.number().int().min(0),
+    maxDelayMs: z.number().int().min(0),
+    settleMs: z.number().int().min(0),
+    readyTimeoutMs: z.number().int().min(1000),
+  }),
+  narration: z
+    .strictObject({
+      /** Who speaks untagged text. */
+      narrator: z.string().min(1),
+      /** Character → voice. */
+      cast: z.record(z.string().min(1).max(40), castMemberSchema),
+    })
+    .refine((n) => Object.keys(n.cast).some((name) => name.toLowerCase() === n.narrator.toLowerCase()), {
+      message: 'the narrator must be in the cast',
+    }),
+});
+
 export const configSchema = z.strictObject({
   server: z.strictObject({
     host: z.string().min(1),
@@ -78,6 +126,7 @@ export const configSchema = z.strictObject({
     defaultFlow: z.string().nullable(),
   }),
   flows: flowsSchema,
+  discord: discordSchema,
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -94,6 +143,8 @@ export interface Secrets {
   mediaStreamToken: string | undefined;
   /** Bearer token of the control API. */
   controlToken: string | undefined;
+  /** The Discord bot's token: the bot runs when it is set. */
+  discordToken: string | undefined;
 }
 
 /** 127.0.0.0/8, ::1, localhost: only this machine can connect. */
@@ -221,6 +272,7 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     twilioAuthToken: env['TWILIO_AUTH_TOKEN'] || undefined,
     mediaStreamToken: env['MEDIA_STREAM_TOKEN'] || undefined,
     controlToken: env['CONTROL_TOKEN'] || undefined,
+    discordToken: env['DISCORD_TOKEN'] || undefined,
   };
   checkExposure(config, secrets);
   return { config, secrets };

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createHash, timingSafeEqual } from 'node:crypto';
 
 /** A request handler of a mounted part. It answers `true` when it handled the request. */
 export type RouteHandler = (
@@ -40,5 +41,44 @@ export class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
   constructor(readonly limitBytes: number) {
     super(`request body exceeds ${limitBytes} bytes`);
+  }
+}
+
+/** Whether the request carries `Authorization: Bearer <token>` (always, when no token is configured). */
+export function bearerAuthorized(req: IncomingMessage, token: string | undefined): boolean {
+  if (token === undefined) return true;
+  const header = req.headers.authorization ?? '';
+  const m = /^Bearer\s+(.+)$/i.exec(header);
+  if (!m) return false;
+  // Compare digests: equal length, constant time.
+  const a = createHash('sha256').update(m[1]!).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
+}
+
+/** Answers 401 with the header that names the scheme. */
+export function sendUnauthorized(res: ServerResponse): void {
+  sendJson(res, 401, { error: 'bearer token required (CONTROL_TOKEN)' }, { 'www-authenticate': 'Bearer' });
+}
+
+export function sendMethodNotAllowed(res: ServerResponse, allow: string): true {
+  sendJson(res, 405, { error: `method not allowed; use ${allow}` }, { allow });
+  return true;
+}
+
+/**
+ * A JSON body, or undefined after answering 413 (too large) or 400 (not JSON) itself.
+ */
+export async function readJsonBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  limitBytes: number,
+): Promise<{ body: unknown } | undefined> {
+  try {
+    return { body: JSON.parse((await readBody(req, limitBytes)).toString('utf8')) as unknown };
+  } catch (error) {
+    if (error instanceof BodyTooLargeError) sendJson(res, 413, { error: error.message });
+    else sendJson(res, 400, { error: 'body must be JSON' });
+    return undefined;
   }
 }

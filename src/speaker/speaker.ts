@@ -175,6 +175,11 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     return this.current?.id;
   }
 
+  /** Whether something is speaking or still playing out at the far end. */
+  get audible(): boolean {
+    return this.current !== undefined || this.draining.size > 0;
+  }
+
   get queued(): number {
     return this.queue.length;
   }

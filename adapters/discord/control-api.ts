@@ -1,0 +1,226 @@
+/**
+ * The Discord control API, for a game master's tool or a virtual tabletop: speak narration markup in
+ * a guild, stop, skip, join and leave, without Discord commands. Mounted at `/discord`, behind
+ * CONTROL_TOKEN.
+ *
+ *   GET    /discord/guilds                        guilds the bot speaks in
+ *   POST   /discord/guilds/{guildId}/join         { channel_id }            (needs the bot running)
+ *   DELETE /discord/guilds/{guildId}              leave
+ *   POST   /discord/guilds/{guildId}/say          { text, voice_id?, interruptible?, now?, wait? }
+ *   POST   /discord/guilds/{guildId}/stop | skip
+ *   PUT    /discord/guilds/{guildId}/barge-in     { enabled }
+ *
+ * `text` is narration markup: `[Goblin] You shall not pass! [Narrator] The goblin raises its spear.`
+ * Untagged text is the narrator's (in `voice_id` when given).
+ */
+import type { ServerResponse } from 'node:http';
+import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
+import { z } from 'zod';
+import {
+  bearerAuthorized,
+  readJsonBody,
+  sendJson,
+  sendMethodNotAllowed,
+  sendUnauthorized,
+  type RouteHandler,
+} from '../../src/app/http.js';
+import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
+import type { UtteranceResult } from '../../src/speaker/speaker.js';
+import { TEXT_MAX_CHARS } from '../../src/speech/limits.js';
+import type { DiscordGuilds } from './guilds.js';
+import type { GuildVoice } from './guild-voice.js';
+
+const MAX_BODY_BYTES = 256 * 1024;
+
+const sayBody = z.strictObject({
+  text: z
+    .string()
+    .min(1)
+    .max(TEXT_MAX_CHARS * 20),
+  voice_id: z.string().min(1).optional(),
+  interruptible: z.boolean().optional(),
+  /** Speak before the queue (cutting what plays now when it may be cut). */
+  now: z.boolean().optional(),
+  /** false: answer 202 with the utterance ids at once instead of waiting for the results. */
+  wait: z.boolean().optional(),
+});
+const joinBody = z.strictObject({
+  channel_id: z.string().regex(/^\d{1,25}$/, 'must be a channel id (snowflake)'),
+});
+const bargeInBody = z.strictObject({ enabled: z.boolean() });
+
+export interface DiscordControlOptions {
+  guilds: DiscordGuilds;
+  controlToken: string | undefined;
+  /** The guild's voice adapter, from the running bot; undefined when the bot is not running. */
+  adapterCreator?: (guildId: string) => DiscordGatewayAdapterCreator | undefined;
+}
+
+function describe(voice: GuildVoice, guilds: DiscordGuilds): Record<string, unknown> {
+  return {
+    guild_id: voice.guildId,
+    channel_id: voice.channelId,
+    status: voice.status,
+    speaking: voice.speaker.speakingId ?? null,
+    queued: voice.speaker.queued,
+    barge_in: guilds.bargeInEnabled(voice.guildId),
+  };
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === 'string' ? error : JSON.stringify(error);
+}
+
+function resultJson(result: UtteranceResult): Record<string, unknown> {
+  return {
+    status: result.status,
+    played_ms: result.playedMs,
+    heard_text: result.heardText,
+    ...(result.error === undefined ? {} : { error: errorMessage(result.error) }),
+    first_byte_ms: result.metrics.firstByteMs ?? null,
+    underruns: result.metrics.underruns,
+  };
+}
+
+function invalid(res: ServerResponse, error: z.ZodError): void {
+  const issue = error.issues[0]!;
+  sendJson(res, 400, { error: issue.message, param: issue.path.join('.') || null });
+}
+
+export function discordControlApi(options: DiscordControlOptions): RouteHandler {
+  const { guilds } = options;
+  return async (req, res, path) => {
+    if (!bearerAuthorized(req, options.controlToken)) {
+      sendUnauthorized(res);
+      return true;
+    }
+    const method = req.method ?? 'GET';
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts[0] !== 'guilds') return false;
+    if (parts.length === 1) {
+      if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
+      sendJson(res, 200, { guilds: guilds.list().map((v) => describe(v, guilds)) });
+      return true;
+    }
+    const guildId = parts[1]!;
+    const action = parts.slice(2).join('/');
+    const notInVoice = (): true => {
+      sendJson(res, 404, {
+        error: `voxbridge is not in a voice channel in guild ${guildId}: use /join in Discord or POST /discord/guilds/${guildId}/join`,
+      });
+      return true;
+    };
+
+    switch (action) {
+      case '': {
+        const voice = guilds.get(guildId);
+        if (!voice) return notInVoice();
+        if (method === 'GET') sendJson(res, 200, describe(voice, guilds));
+        else if (method === 'DELETE') {
+          await guilds.leave(guildId);
+          res.writeHead(204).end();
+        } else sendMethodNotAllowed(res, 'GET, DELETE');
+        return true;
+      }
+      case 'join': {
+        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
+        const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+        if (!read) return true;
+        const parsed = joinBody.safeParse(read.body);
+        if (!parsed.success) {
+          invalid(res, parsed.error);
+          return true;
+        }
+        if (!options.adapterCreator) {
+          sendJson(res, 503, { error: 'the Discord bot is not running (set DISCORD_TOKEN)' });
+          return true;
+        }
+        const adapter = options.adapterCreator(guildId);
+        if (!adapter) {
+          sendJson(res, 404, { error: `the bot is not a member of guild ${guildId}` });
+          return true;
+        }
+        try {
+          const voice = await guilds.join(guildId, parsed.data.channel_id, adapter);
+          sendJson(res, 200, describe(voice, guilds));
+        } catch (error) {
+          sendJson(res, 502, { error: `could not connect: ${(error as Error).message}` });
+        }
+        return true;
+      }
+      case 'say': {
+        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
+        const voice = guilds.get(guildId);
+        if (!voice) return notInVoice();
+        const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+        if (!read) return true;
+        const parsed = sayBody.safeParse(read.body);
+        if (!parsed.success) {
+          invalid(res, parsed.error);
+          return true;
+        }
+        const { text, voice_id, interruptible, now, wait } = parsed.data;
+        const { cast, narrator } = guilds.settings.narration;
+        let lines: ScriptLine[];
+        try {
+          lines = parseScript(text, cast, narrator);
+        } catch (error) {
+          if (!(error instanceof ScriptError)) throw error;
+          sendJson(res, 400, { error: error.message, param: 'text', characters: Object.keys(cast) });
+          return true;
+        }
+        if (voice_id) for (const line of lines) if (line.character === narrator) line.voiceId = voice_id;
+        const handles = lines.map((line, index) =>
+          voice.say(line.text, {
+            voiceId: line.voiceId,
+            ...(line.voiceSettings ? { voiceSettings: line.voiceSettings } : {}),
+            ...(interruptible === undefined ? {} : { interruptible }),
+            ...(now && index === 0 ? { priority: 'now' as const } : {}),
+          }),
+        );
+        const utterances = lines.map((line, index) => ({
+          id: handles[index]!.id,
+          character: line.character,
+          voice_id: line.voiceId,
+          text: line.text,
+        }));
+        if (wait === false) {
+          sendJson(res, 202, { utterances });
+          return true;
+        }
+        // The HTTP client going away does not cancel the speech: the channel still hears it.
+        const results = await Promise.all(handles.map((h) => h.result));
+        sendJson(res, 200, {
+          utterances: utterances.map((u, index) => ({ ...u, ...resultJson(results[index]!) })),
+        });
+        return true;
+      }
+      case 'stop':
+      case 'skip': {
+        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
+        const voice = guilds.get(guildId);
+        if (!voice) return notInVoice();
+        const done = action === 'stop' ? voice.stop() : voice.skip();
+        sendJson(res, 200, { [action === 'stop' ? 'stopped' : 'skipped']: done });
+        return true;
+      }
+      case 'barge-in': {
+        if (method !== 'PUT') return sendMethodNotAllowed(res, 'PUT');
+        const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+        if (!read) return true;
+        const parsed = bargeInBody.safeParse(read.body);
+        if (!parsed.success) {
+          invalid(res, parsed.error);
+          return true;
+        }
+        guilds.setBargeIn(guildId, parsed.data.enabled);
+        sendJson(res, 200, { guild_id: guildId, barge_in: parsed.data.enabled });
+        return true;
+      }
+      default:
+        sendJson(res, 404, { error: `no route for ${method} /discord/${parts.join('/')}` });
+        return true;
+    }
+  };
+}
