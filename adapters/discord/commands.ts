@@ -15,9 +15,9 @@ import {
 } from 'discord.js';
 import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import type { Logger } from 'pino';
-import { ScriptError } from '../../src/speaker/script.js';
+import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import type { UtteranceResult } from '../../src/speaker/speaker.js';
-import type { DiscordGuilds, NarrationQueued } from './guilds.js';
+import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 
 /** Slash command string options are at most 6000 characters. */
@@ -260,11 +260,10 @@ export async function handleCommand(i: SlashInteraction, ctx: CommandContext): P
       case 'narrate': {
         const script = i.options.getString('script') ?? '';
         const { cast, narrator } = ctx.guilds.settings.narration;
-        const voice = await ensureVoice(i, guildId, ctx, reply);
-        if (!voice) return;
-        let queued: NarrationQueued;
+        // A typo in a character's name is answered before anything joins or speaks.
+        let lines: ScriptLine[];
         try {
-          queued = ctx.guilds.narrate(guildId, script);
+          lines = parseScript(script, cast, narrator);
         } catch (error) {
           if (!(error instanceof ScriptError)) throw error;
           await reply.send(
@@ -272,10 +271,13 @@ export async function handleCommand(i: SlashInteraction, ctx: CommandContext): P
           );
           return;
         }
-        const characters = [...new Set(queued.lines.map((l) => l.character))];
+        const voice = await ensureVoice(i, guildId, ctx, reply);
+        if (!voice) return;
+        const handles = voice.narrate(lines);
+        const characters = [...new Set(lines.map((l) => l.character))];
         if (!i.deferred) await i.deferReply({ flags: EPHEMERAL });
-        await reply.send(`Narrating ${queued.lines.length} line(s): ${characters.join(', ')}.`);
-        const results = await Promise.all(queued.handles.map((h) => h.result));
+        await reply.send(`Narrating ${lines.length} line(s): ${characters.join(', ')}.`);
+        const results = await Promise.all(handles.map((h) => h.result));
         const played = results.filter((r) => r.status === 'played').length;
         const failed = results.find((r) => r.status === 'failed');
         await reply.send(
