@@ -38,7 +38,7 @@ class PullingPlayer implements DiscordPlayer {
   private pull(): void {
     const resource = this.current;
     if (!resource) return;
-    const packet = resource.read() as Buffer | null;
+    const packet = resource.read();
     if (packet) this.packets.get(resource)!.push(packet);
   }
 }
