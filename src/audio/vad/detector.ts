@@ -3,6 +3,15 @@
  * look, Silero decides whether they are speech, and a run of speech long enough (longer while the bot
  * is audible, so its own echo does not interrupt it) is reported once, with the time it began on the
  * inbound timeline. Re-armed after a silence.
+ *
+ * Pushes are processed in order, one after another, whatever their size. Work is bounded: a window
+ * whose turn comes while the detector is behind skips Silero and is judged by the gate alone, which
+ * costs microseconds, until the detector has caught up. Behind means more than `MAX_QUEUED_WINDOWS`
+ * windows pushed and not yet processed (a caller that does not wait for its pushes), or more than
+ * `MAX_LAG_MS` of lag built up by windows that took longer to process than they last (the model is
+ * shared, so this is every call's load: a caller that waits for each push falls behind the line by that
+ * much). The gate alone never starts a run of speech (tones and clicks open it); it only carries on one
+ * that Silero began, or ends one.
  */
 import { EnergyGate } from './energy-gate.js';
 import type { SileroModel, SileroStream, VadSampleRate } from './silero.js';
@@ -15,6 +24,18 @@ export interface DetectorOptions {
   minSpeechWhileAudibleMs?: number;
   /** Silero probability at which a window is speech. Default 0.5. */
   threshold?: number;
+  /** The clock (ms) that times each window's processing, to tell when it falls behind. Default `performance.now`. */
+  now?: () => number;
+}
+
+export interface PushInfo {
+  /**
+   * The inbound time of the chunk's first sample (ms), from the gateway's timestamps when it sends
+   * them. Default: straight after the previous chunk (0 for the first).
+   */
+  timestampMs?: number;
+  /** Whether the caller can hear the bot right now (from the playout clock, not from synthesis). */
+  botAudible: boolean;
 }
 
 export interface SpeechOnset {
@@ -22,6 +43,17 @@ export interface SpeechOnset {
   onsetMs: number;
   /** Where it was confirmed (the end of the deciding window), same timeline. */
   detectedMs: number;
+  /** Silero's highest speech probability within the run. */
+  probability: number;
+}
+
+export interface DetectorStats {
+  /** Windows processed. */
+  windows: number;
+  /** Silero inferences run (windows, plus the earlier ones checked when it wakes). */
+  inferences: number;
+  /** Windows that would have woken Silero but were judged by the gate alone, the detector being behind. */
+  skipped: number;
 }
 
 /** A window under this probability ends a run of speech once enough of them follow. */
@@ -34,10 +66,22 @@ const REARM_SILENCE_MS = 300;
 const PREROLL_WINDOWS = 2;
 /** Silero idle this long starts over from a fresh state. */
 const RESET_AFTER_IDLE_MS = 1000;
-/** Windows waiting for inference beyond which older ones are decided by the gate alone. */
-const MAX_BACKLOG_WINDOWS = 16;
+/** Windows pushed but not yet processed beyond which Silero is skipped (≈ 0.5 s of audio). */
+export const MAX_QUEUED_WINDOWS = 16;
+/**
+ * Lag (ms) beyond which Silero is skipped: the sum over windows of (wall time spent on the window,
+ * waiting for the shared model included, − the window's duration), never below 0. It measures only
+ * the detector's own slowness, so pauses in the line or jumps in its timestamps do not count.
+ */
+export const MAX_LAG_MS = 400;
+
+interface Window {
+  samples: Int16Array;
+  startMs: number;
+}
 
 export class SpeechOnsetDetector {
+  readonly sampleRate: VadSampleRate;
   private readonly silero: SileroStream;
   private readonly gate = new EnergyGate();
   private readonly windowSamples: number;
@@ -45,66 +89,82 @@ export class SpeechOnsetDetector {
   private readonly minSpeechMs: number;
   private readonly minSpeechWhileAudibleMs: number;
   private readonly threshold: number;
+  private readonly now: () => number;
   /** Samples not yet making a whole window, and the inbound time of the first of them. */
   private readonly partial: Int16Array;
   private partialLength = 0;
   private partialStartMs = 0;
-  private readonly preroll: Array<{ window: Int16Array; startMs: number }> = [];
-  /** Since Silero last ran, and since the gate last opened (ms). */
-  private idleMs = Number.POSITIVE_INFINITY;
+  /** The inbound time just after the last sample pushed. */
+  private nextMs = 0;
+  /** How far processing has fallen behind the audio's own pace (ms). */
+  private lagMs = 0;
+  private readonly preroll: Window[] = [];
+  /** Windows since Silero last ran, and since the gate last opened. */
+  private idleWindows = Number.POSITIVE_INFINITY;
   private gateClosedMs = Number.POSITIVE_INFINITY;
   private runStartMs: number | undefined;
   private runSpeechMs = 0;
   private runGapMs = 0;
+  private runPeak = 0;
   private reported = false;
   private silenceMs = 0;
-  private backlog = 0;
+  private queued = 0;
+  /** Bumped by reset(): work queued before it is dropped. */
+  private epoch = 0;
   private chain: Promise<unknown> = Promise.resolve();
+  private readonly counts: DetectorStats = { windows: 0, inferences: 0, skipped: 0 };
 
   constructor(model: SileroModel, options: DetectorOptions) {
+    this.sampleRate = options.sampleRate;
     this.silero = model.stream(options.sampleRate);
     this.windowSamples = this.silero.windowSamples;
     this.windowMs = (this.windowSamples / options.sampleRate) * 1000;
     this.minSpeechMs = options.minSpeechMs ?? 160;
     this.minSpeechWhileAudibleMs = options.minSpeechWhileAudibleMs ?? 400;
     this.threshold = options.threshold ?? 0.5;
+    this.now = options.now ?? (() => performance.now());
     this.partial = new Int16Array(this.windowSamples);
   }
 
   /**
-   * The caller's audio, in order, with the inbound time of its first sample. Resolves with an onset
-   * when this chunk completed a long enough run of speech.
+   * The caller's audio (Int16 at `sampleRate`), in order. Resolves, once this chunk has been
+   * processed, with an onset when it completed a long enough run of speech.
    */
-  push(
-    samples: Int16Array,
-    info: { timestampMs: number; botAudible: boolean },
-  ): Promise<SpeechOnset | undefined> {
-    const windows: Array<{ window: Int16Array; startMs: number }> = [];
-    const msPerSample = this.windowMs / this.windowSamples;
+  push(samples: Int16Array, info: PushInfo): Promise<SpeechOnset | undefined> {
+    const startMs = info.timestampMs ?? this.nextMs;
+    const msPerSample = 1000 / this.sampleRate;
+    this.nextMs = startMs + samples.length * msPerSample;
+    const windows: Window[] = [];
     let offset = 0;
-    if (this.partialLength === 0) this.partialStartMs = info.timestampMs;
+    if (this.partialLength === 0) this.partialStartMs = startMs;
     while (offset < samples.length) {
       const take = Math.min(this.windowSamples - this.partialLength, samples.length - offset);
       this.partial.set(samples.subarray(offset, offset + take), this.partialLength);
       this.partialLength += take;
       offset += take;
       if (this.partialLength === this.windowSamples) {
-        windows.push({ window: this.partial.slice(), startMs: this.partialStartMs });
+        windows.push({ samples: this.partial.slice(), startMs: this.partialStartMs });
         this.partialLength = 0;
-        this.partialStartMs = info.timestampMs + offset * msPerSample;
+        this.partialStartMs = startMs + offset * msPerSample;
       }
     }
-    if (windows.length === 0) return Promise.resolve(undefined);
-    this.backlog += windows.length;
-    const result = this.chain.then(() => this.process(windows, info.botAudible));
+    const epoch = this.epoch;
+    if (windows.length === 0) return this.chain.then(() => undefined);
+    this.queued += windows.length;
+    const result = this.chain.then(() => this.process(windows, info.botAudible, epoch));
     this.chain = result.catch(() => undefined);
     return result;
   }
 
+  /** Forgets everything (a new stream, or the caller's audio restarts); queued pushes resolve empty. */
   reset(): void {
+    this.epoch++;
+    this.queued = 0;
     this.partialLength = 0;
+    this.nextMs = 0;
+    this.lagMs = 0;
     this.preroll.length = 0;
-    this.idleMs = Number.POSITIVE_INFINITY;
+    this.idleWindows = Number.POSITIVE_INFINITY;
     this.gateClosedMs = Number.POSITIVE_INFINITY;
     this.endRun();
     this.reported = false;
@@ -113,39 +173,81 @@ export class SpeechOnsetDetector {
     this.silero.reset();
   }
 
+  /** Counters since construction, for benchmarks and diagnostics. */
+  get stats(): Readonly<DetectorStats> {
+    return { ...this.counts };
+  }
+
   private async process(
-    windows: Array<{ window: Int16Array; startMs: number }>,
+    windows: Window[],
     botAudible: boolean,
+    epoch: number,
   ): Promise<SpeechOnset | undefined> {
     let onset: SpeechOnset | undefined;
-    for (const w of windows) {
-      this.backlog--;
-      const open = this.gate.open(w.window);
-      this.gateClosedMs = open ? 0 : this.gateClosedMs + this.windowMs;
-      // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps
-      // between syllables); otherwise it sleeps.
-      const running = this.runStartMs !== undefined || this.gateClosedMs <= RUN_GAP_MS;
-      let p: number;
-      if ((open || running) && this.backlog < MAX_BACKLOG_WINDOWS) {
-        if (this.idleMs >= RESET_AFTER_IDLE_MS) {
-          this.silero.reset();
-          // The windows just before the gate opened may hold the first syllable.
-          for (const earlier of this.preroll) {
-            const pe = await this.silero.probability(earlier.window);
-            onset ??= this.judge(pe, earlier.startMs, botAudible);
-          }
-        }
-        this.idleMs = 0;
-        p = await this.silero.probability(w.window);
-      } else {
-        this.idleMs += this.windowMs;
-        p = open ? this.threshold : 0; // over backlog: the gate alone decides
+    let remaining = windows.length;
+    try {
+      for (const w of windows) {
+        if (epoch !== this.epoch) return undefined;
+        remaining--;
+        this.queued--;
+        onset ??= await this.processWindow(w, botAudible, epoch);
       }
-      onset ??= this.judge(p, w.startMs, botAudible);
-      this.preroll.push(w);
-      if (this.preroll.length > PREROLL_WINDOWS) this.preroll.shift();
+    } finally {
+      if (epoch === this.epoch) this.queued -= remaining;
     }
+    return epoch === this.epoch ? onset : undefined;
+  }
+
+  private async processWindow(
+    w: Window,
+    botAudible: boolean,
+    epoch: number,
+  ): Promise<SpeechOnset | undefined> {
+    this.counts.windows++;
+    const startedAt = this.now();
+    const open = this.gate.open(w.samples);
+    this.gateClosedMs = open ? 0 : this.gateClosedMs + this.windowMs;
+    // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps
+    // between syllables); otherwise it sleeps.
+    const wanted = open || this.runStartMs !== undefined || this.gateClosedMs <= RUN_GAP_MS;
+    let onset: SpeechOnset | undefined;
+    if (wanted && !this.behind()) {
+      if (this.idleWindows * this.windowMs >= RESET_AFTER_IDLE_MS) this.silero.reset();
+      // The windows just before the gate opened may hold the first syllable: speech there moves the
+      // onset earlier (silence there was already counted).
+      // Within a run (Silero was skipped while behind) they only bring its state up to date.
+      const judgeEarlier = this.runStartMs === undefined;
+      const missed = Math.min(this.idleWindows, this.preroll.length);
+      for (const earlier of this.preroll.slice(this.preroll.length - missed)) {
+        const pe = await this.infer(earlier);
+        if (epoch !== this.epoch) return undefined;
+        if (judgeEarlier && pe >= this.threshold) onset ??= this.judge(pe, earlier.startMs, botAudible);
+      }
+      this.idleWindows = 0;
+      const p = await this.infer(w);
+      if (epoch !== this.epoch) return undefined;
+      onset ??= this.judge(p, w.startMs, botAudible);
+    } else {
+      this.idleWindows++;
+      if (wanted) this.counts.skipped++;
+      // Behind: the gate carries on a run Silero began, but never starts one.
+      if (!open) onset ??= this.judge(0, w.startMs, botAudible);
+      else if (this.runStartMs !== undefined) onset ??= this.judge(this.threshold, w.startMs, botAudible);
+    }
+    this.preroll.push(w);
+    if (this.preroll.length > PREROLL_WINDOWS) this.preroll.shift();
+    this.lagMs = Math.max(0, this.lagMs + this.now() - startedAt - this.windowMs);
     return onset;
+  }
+
+  private infer(w: Window): Promise<number> {
+    this.counts.inferences++;
+    return this.silero.probability(w.samples);
+  }
+
+  /** Too much queued, or too slow of late, for Silero to be worth its time now. */
+  private behind(): boolean {
+    return this.queued > MAX_QUEUED_WINDOWS || this.lagMs > MAX_LAG_MS;
   }
 
   /** Folds one window's probability into the current run; an onset when the run is long enough. */
@@ -155,10 +257,11 @@ export class SpeechOnsetDetector {
       this.runGapMs = 0;
       this.runStartMs ??= startMs;
       this.runSpeechMs += this.windowMs;
+      this.runPeak = Math.max(this.runPeak, p);
       const needed = botAudible ? this.minSpeechWhileAudibleMs : this.minSpeechMs;
       if (!this.reported && this.runSpeechMs >= needed) {
         this.reported = true;
-        return { onsetMs: this.runStartMs, detectedMs: startMs + this.windowMs };
+        return { onsetMs: this.runStartMs, detectedMs: startMs + this.windowMs, probability: this.runPeak };
       }
       return undefined;
     }
@@ -177,5 +280,6 @@ export class SpeechOnsetDetector {
     this.runStartMs = undefined;
     this.runSpeechMs = 0;
     this.runGapMs = 0;
+    this.runPeak = 0;
   }
 }

@@ -1,3 +1,11 @@
 export { EnergyGate, levelDbfs } from './energy-gate.js';
-export { SileroModel, SileroStream, type VadSampleRate } from './silero.js';
-export { SpeechOnsetDetector, type DetectorOptions, type SpeechOnset } from './detector.js';
+export { SileroModel, SileroStream, sileroModelPath, type VadSampleRate } from './silero.js';
+export {
+  MAX_LAG_MS,
+  MAX_QUEUED_WINDOWS,
+  SpeechOnsetDetector,
+  type DetectorOptions,
+  type DetectorStats,
+  type PushInfo,
+  type SpeechOnset,
+} from './detector.js';

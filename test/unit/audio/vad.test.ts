@@ -1,127 +1,177 @@
 /**
- * The barge-in detector on real speech (eSpeak, five voices) in line noise, and on ten minutes of a
- * line where nobody talks (noise, hum, DTMF, clicks, silence): the issue's targets, plus the stricter
- * rule while the bot is audible, chunking and reset.
+ * The barge-in detector on real speech (eSpeak: seven voices, pitches and speaking rates) in white and
+ * pink line noise, and on ten minutes of a line where nobody talks (noise, hum, DTMF, clicks, pops,
+ * silence), at 8 kHz (through mu-law) and 16 kHz: the issue's targets, plus the stricter rule while
+ * the bot is audible, chunking, timestamps, reset and the bound on work when inference lags.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SileroModel, SpeechOnsetDetector, type VadSampleRate } from '../../../src/audio/vad/index.js';
+import {
+  MAX_LAG_MS,
+  MAX_QUEUED_WINDOWS,
+  SileroModel,
+  SpeechOnsetDetector,
+  type DetectorOptions,
+  type SpeechOnset,
+  type VadSampleRate,
+} from '../../../src/audio/vad/index.js';
 import { seeded } from '../../helpers/random.js';
 import {
+  NON_SPEECH_KINDS,
   nonSpeechSecond,
   noisyUtterance,
   UTTERANCES,
   VOICES,
+  type NoiseOptions,
   type TestUtterance,
 } from '../../helpers/vad-audio.js';
 
 let model: SileroModel;
 beforeAll(async () => {
   model = await SileroModel.load();
-});
+}, 60_000);
 
-/** Runs `samples` through a fresh detector in chunks of `chunk` samples; every onset found. */
+/**
+ * A detector on a clock that never moves: it never thinks itself behind, so a busy test machine cannot
+ * change its answers (the tests of falling behind drive a clock of their own).
+ */
+function fresh(options: DetectorOptions): SpeechOnsetDetector {
+  return new SpeechOnsetDetector(model, { now: () => 0, ...options });
+}
+
+/** Chunk sizes: a fixed number of samples, or a function giving each next size. */
+type Chunking = number | (() => number);
+
+/** Runs `samples` through a detector (a fresh one by default), pushing chunk by chunk and awaiting each. */
 async function detect(
   samples: Int16Array,
   sampleRate: VadSampleRate,
-  chunk: number,
-  botAudible = false,
-  detector = new SpeechOnsetDetector(model, { sampleRate }),
-): Promise<Array<{ onsetMs: number; detectedMs: number }>> {
-  const found = [];
-  for (let o = 0; o < samples.length; o += chunk) {
-    const onset = await detector.push(samples.subarray(o, o + chunk), {
-      timestampMs: (o / sampleRate) * 1000,
-      botAudible,
+  chunking: Chunking,
+  options: { botAudible?: boolean; detector?: SpeechOnsetDetector; startMs?: number } = {},
+): Promise<SpeechOnset[]> {
+  const detector = options.detector ?? fresh({ sampleRate });
+  const found: SpeechOnset[] = [];
+  for (let o = 0; o < samples.length;) {
+    const n = typeof chunking === 'number' ? chunking : chunking();
+    const onset = await detector.push(samples.subarray(o, o + n), {
+      timestampMs: (options.startMs ?? 0) + (o / sampleRate) * 1000,
+      botAudible: options.botAudible ?? false,
     });
     if (onset) found.push(onset);
+    o += n;
   }
   return found;
 }
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 for (const sampleRate of [8000, 16_000] as const) {
   describe(`SpeechOnsetDetector at ${sampleRate} Hz`, () => {
     const utterances: TestUtterance[] = [];
     beforeAll(async () => {
       let seed = 1;
-      for (const snr of [20, 10])
+      const mulaw = sampleRate === 8000;
+      const conditions: Array<[number, NoiseOptions]> = [
+        [20, { mulaw }],
+        [10, { mulaw }],
+        [10, { color: 'pink', mulaw }],
+      ];
+      for (const [c, [snr, noise]] of conditions.entries())
         for (const [i, text] of UTTERANCES.entries())
           utterances.push(
-            await noisyUtterance(text, VOICES[(i + snr) % VOICES.length]!, sampleRate, snr, seed++),
+            await noisyUtterance(text, VOICES[(i + 3 * c) % VOICES.length]!, sampleRate, snr, seed++, noise),
           );
-    });
+    }, 30_000);
 
-    it('finds ≥ 90 % of speech onsets within 300 ms, at 20 and 10 dB SNR', async () => {
-      let inTime = 0;
+    it('finds ≥ 90 % of speech onsets within 300 ms (median ≤ 250 ms), in white and pink noise at 20 and 10 dB SNR', async () => {
+      const latencies: number[] = [];
+      const onsetErrors: number[] = [];
       for (const u of utterances) {
         const found = await detect(u.samples, sampleRate, sampleRate / 50);
-        expect(found.length).toBeLessThanOrEqual(1 + (u.text.includes(',') ? 1 : 0));
+        // One onset per utterance, or two when it pauses at a comma.
+        expect(found.length, u.text).toBeLessThanOrEqual(1 + (u.text.includes(',') ? 1 : 0));
         const first = found[0];
-        if (first && first.detectedMs - u.onsetMs <= 300) inTime++;
-        // The onset it reports is near the true one (not the moment it was sure).
-        if (first) expect(Math.abs(first.onsetMs - u.onsetMs)).toBeLessThan(150);
+        latencies.push(first ? first.detectedMs - u.onsetMs : Number.POSITIVE_INFINITY);
+        if (!first) continue;
+        // The onset it reports is near the true one, not the moment it was sure (Silero hears a
+        // word's first "s" or "m" late).
+        onsetErrors.push(Math.abs(first.onsetMs - u.onsetMs));
+        expect(first.probability).toBeGreaterThanOrEqual(0.5);
+        expect(first.detectedMs).toBeGreaterThan(first.onsetMs);
       }
-      expect(inTime / utterances.length).toBeGreaterThanOrEqual(0.9);
+      const inTime = latencies.filter((l) => l <= 300).length;
+      expect(inTime / utterances.length, latencies.join(' ')).toBeGreaterThanOrEqual(0.9);
+      expect(Math.max(...onsetErrors), onsetErrors.join(' ')).toBeLessThan(200);
+      expect(median(onsetErrors)).toBeLessThanOrEqual(60);
+      expect(median(latencies)).toBeLessThanOrEqual(250);
     });
 
-    it('gives the same answers whatever the chunk size', async () => {
-      for (const u of utterances.slice(0, 4)) {
+    it('gives the same answers whatever the chunk size: 20 ms, 100 ms, 173 samples, random sizes', async () => {
+      const random = seeded(sampleRate);
+      for (const u of utterances.filter((_, i) => i % 6 === 0)) {
         const by20ms = await detect(u.samples, sampleRate, sampleRate / 50);
+        expect(by20ms).not.toHaveLength(0);
         expect(await detect(u.samples, sampleRate, sampleRate / 10)).toEqual(by20ms);
         expect(await detect(u.samples, sampleRate, 173)).toEqual(by20ms);
+        expect(await detect(u.samples, sampleRate, () => 1 + Math.floor(random() * 900))).toEqual(by20ms);
       }
     });
+
+    it('fires at most once in ten minutes of a line where nobody talks', async () => {
+      const detector = new SpeechOnsetDetector(model, { sampleRate });
+      const random = seeded(42 + sampleRate);
+      const chunk = sampleRate / 50;
+      const triggers: string[] = [];
+      for (let second = 0; second < 600; second++) {
+        const x = nonSpeechSecond(second, sampleRate, random);
+        for (let o = 0; o < x.length; o += chunk) {
+          const onset = await detector.push(x.subarray(o, o + chunk), {
+            timestampMs: second * 1000 + (o / sampleRate) * 1000,
+            botAudible: false,
+          });
+          if (onset) triggers.push(`${second} s (${NON_SPEECH_KINDS[second % NON_SPEECH_KINDS.length]})`);
+        }
+      }
+      expect(triggers.length, triggers.slice(0, 20).join(', ')).toBeLessThanOrEqual(1);
+      // Silero woke for the tones, clicks and noise bursts, but slept through the quiet seconds.
+      const { windows, inferences } = detector.stats;
+      expect(inferences).toBeGreaterThan(0);
+      expect(inferences).toBeLessThan(windows * 0.8);
+    }, 60_000);
   });
 }
 
-describe('SpeechOnsetDetector on a line where nobody talks', () => {
-  it('fires at most once in ten minutes of line noise, DTMF, hum, clicks, loud noise and silence (8 kHz)', async () => {
-    const detector = new SpeechOnsetDetector(model, { sampleRate: 8000 });
-    const random = seeded(42);
-    let falseTriggers = 0;
-    for (let second = 0; second < 600; second++) {
-      const x = nonSpeechSecond(second, 8000, random);
-      for (let o = 0; o < x.length; o += 160) {
-        const onset = await detector.push(x.subarray(o, o + 160), {
-          timestampMs: second * 1000 + o / 8,
-          botAudible: false,
-        });
-        if (onset) falseTriggers++;
-      }
-    }
-    expect(falseTriggers).toBeLessThanOrEqual(1);
-  }, 120_000);
-
-  it('fires at most once in five minutes at 16 kHz', async () => {
-    const detector = new SpeechOnsetDetector(model, { sampleRate: 16_000 });
-    const random = seeded(7);
-    let falseTriggers = 0;
-    for (let second = 0; second < 300; second++) {
-      const x = nonSpeechSecond(second, 16_000, random);
-      for (let o = 0; o < x.length; o += 320) {
-        if (
-          await detector.push(x.subarray(o, o + 320), {
-            timestampMs: second * 1000 + o / 16,
-            botAudible: false,
-          })
-        )
-          falseTriggers++;
-      }
-    }
-    expect(falseTriggers).toBeLessThanOrEqual(1);
-  }, 120_000);
-});
-
 describe('SpeechOnsetDetector rules', () => {
-  it('needs longer speech while the bot is audible: a short burst barges in only when it is not', async () => {
+  it('needs longer speech while the bot is audible: a 250 ms burst barges in only when it is not', async () => {
+    for (const [i, text] of ['Hello there, this goes on.', 'Okay, I see.', 'Hey, listen.'].entries()) {
+      const u = await noisyUtterance(text, VOICES[i]!, 8000, 30, 3 + i);
+      const end = Math.round(((u.onsetMs + 250) / 1000) * 8000);
+      const burst = new Int16Array(u.samples.length);
+      burst.set(u.samples.subarray(0, end));
+      const options = { minSpeechMs: 160, minSpeechWhileAudibleMs: 400 };
+      const detector = (): SpeechOnsetDetector => fresh({ sampleRate: 8000, ...options });
+      expect(await detect(burst, 8000, 160, { detector: detector() }), text).toHaveLength(1);
+      expect(await detect(burst, 8000, 160, { detector: detector(), botAudible: true }), text).toHaveLength(
+        0,
+      );
+      // Longer speech gets through while the bot is audible, later than it would otherwise.
+      const quiet = await detect(u.samples, 8000, 160, { detector: detector() });
+      const audible = await detect(u.samples, 8000, 160, { detector: detector(), botAudible: true });
+      expect(audible, text).not.toHaveLength(0);
+      expect(audible[0]!.detectedMs - quiet[0]!.detectedMs).toBeGreaterThanOrEqual(400 - 160 - 64);
+    }
+  });
+
+  it('takes its durations from the options', async () => {
     const u = await noisyUtterance('Hello there, this goes on.', VOICES[0]!, 8000, 30, 3);
-    // Keep 280 ms of speech from the onset: above the 160 ms rule, under the 400 ms one while audible.
-    const end = Math.round(((u.onsetMs + 280) / 1000) * 8000);
-    const burst = new Int16Array(u.samples.length);
-    burst.set(u.samples.subarray(0, end));
-    expect(await detect(burst, 8000, 160, false)).toHaveLength(1);
-    expect(await detect(burst, 8000, 160, true)).toHaveLength(0);
-    // The whole sentence is long enough either way.
-    expect(await detect(u.samples, 8000, 160, true)).not.toHaveLength(0);
+    const found = async (options: Partial<DetectorOptions>): Promise<SpeechOnset[]> =>
+      detect(u.samples, 8000, 160, {
+        detector: fresh({ sampleRate: 8000, ...options }),
+      });
+    const fast = (await found({ minSpeechMs: 64 }))[0]!;
+    const slow = (await found({ minSpeechMs: 320 }))[0]!;
+    expect(slow.detectedMs - fast.detectedMs).toBeGreaterThanOrEqual(256);
+    expect(slow.onsetMs).toBe(fast.onsetMs);
+    expect(await found({ minSpeechMs: 10_000 })).toHaveLength(0);
   });
 
   it('reports a run of speech once, re-arms after a silence, and reset() starts over', async () => {
@@ -129,11 +179,150 @@ describe('SpeechOnsetDetector rules', () => {
     const twice = new Int16Array(a.samples.length * 2);
     twice.set(a.samples);
     twice.set(a.samples, a.samples.length);
-    const detector = new SpeechOnsetDetector(model, { sampleRate: 8000 });
-    const found = await detect(twice, 8000, 160, false, detector);
+    const detector = fresh({ sampleRate: 8000 });
+    const found = await detect(twice, 8000, 160, { detector });
     expect(found).toHaveLength(2);
     expect(found[1]!.onsetMs - found[0]!.onsetMs).toBeCloseTo((a.samples.length / 8000) * 1000, -2);
+    // Mid-speech: reset drops what was queued and forgets the run, so the same speech is found again.
+    const half = Math.round(a.onsetMs * 8 + 2400);
+    const pending = detector.push(a.samples.subarray(0, half), { timestampMs: 0, botAudible: false });
     detector.reset();
-    expect(await detect(a.samples, 8000, 160, false, detector)).toHaveLength(1);
+    expect(await pending).toBeUndefined();
+    expect(await detect(a.samples, 8000, 160, { detector })).toEqual(await detect(a.samples, 8000, 160));
+  });
+
+  it('places onsets on the gateway timeline, and counts samples when there are no timestamps', async () => {
+    const u = await noisyUtterance('Wait a moment please.', VOICES[2]!, 16_000, 20, 9);
+    const reference = await detect(u.samples, 16_000, 320);
+    expect(reference).toHaveLength(1);
+    const shifted = await detect(u.samples, 16_000, 320, { startMs: 123_456 });
+    expect(shifted[0]!.onsetMs).toBeCloseTo(reference[0]!.onsetMs + 123_456, 6);
+    const detector = fresh({ sampleRate: 16_000 });
+    const untimed: SpeechOnset[] = [];
+    for (let o = 0; o < u.samples.length; o += 320) {
+      const onset = await detector.push(u.samples.subarray(o, o + 320), { botAudible: false });
+      if (onset) untimed.push(onset);
+    }
+    expect(untimed).toEqual(reference);
+  });
+
+  it('shares one model per process between calls that do not disturb one another', async () => {
+    expect(await SileroModel.load()).toBe(model);
+    const calls = await Promise.all(
+      ['Hello, can you hear me?', 'Stop!', 'No, that is not right.'].map((text, i) =>
+        noisyUtterance(text, VOICES[i + 2]!, 8000, 15, 30 + i, { mulaw: true }),
+      ),
+    );
+    const alone = [];
+    for (const u of calls) alone.push(await detect(u.samples, 8000, 160));
+    // The three calls' chunks interleaved, each call's pushes in flight together with the others'.
+    const detectors = calls.map(() => fresh({ sampleRate: 8000 }));
+    const together: SpeechOnset[][] = calls.map(() => []);
+    const longest = Math.max(...calls.map((u) => u.samples.length));
+    for (let o = 0; o < longest; o += 160) {
+      const onsets = await Promise.all(
+        calls.map((u, i) =>
+          o < u.samples.length
+            ? detectors[i]!.push(u.samples.subarray(o, o + 160), { timestampMs: o / 8, botAudible: false })
+            : Promise.resolve(undefined),
+        ),
+      );
+      onsets.forEach((onset, i) => onset && together[i]!.push(onset));
+    }
+    expect(together).toEqual(alone);
+    expect(alone.every((found) => found.length > 0)).toBe(true);
+  });
+
+  it('processes pushes in order and bounds the work queued when the caller does not wait', async () => {
+    const u = await noisyUtterance('I would like to book a table for two.', VOICES[3]!, 8000, 20, 11);
+    const detector = fresh({ sampleRate: 8000 });
+    const order: number[] = [];
+    const pushes: Array<Promise<SpeechOnset | undefined>> = [];
+    for (let o = 0, k = 0; o < u.samples.length; o += 160, k++) {
+      const i = k;
+      pushes.push(
+        detector.push(u.samples.subarray(o, o + 160), { timestampMs: o / 8, botAudible: false }).then((r) => {
+          order.push(i);
+          return r;
+        }),
+      );
+    }
+    await Promise.all(pushes);
+    expect(order).toEqual(pushes.map((_, i) => i));
+    const { windows, inferences, skipped } = detector.stats;
+    expect(windows).toBe(Math.floor(u.samples.length / 256));
+    // Only the last windows, once the queue was short enough, woke Silero.
+    expect(inferences).toBeLessThanOrEqual(MAX_QUEUED_WINDOWS + 3);
+    expect(skipped).toBeGreaterThan(windows / 2);
+  });
+
+  it('skips Silero while inference lags the line, catches up, and still finds speech', async () => {
+    // A machine too slow for the model: each inference costs 48 ms of a 32 ms window, on a clock the
+    // detector reads; audio arrives every 20 ms and is pushed as soon as the previous push is done.
+    let clock = 0;
+    const slow = {
+      stream: (rate: VadSampleRate) => {
+        const s = model.stream(rate);
+        const probability = s.probability.bind(s);
+        s.probability = (w: Int16Array) => {
+          clock += 48;
+          return probability(w);
+        };
+        return s;
+      },
+    } as unknown as SileroModel;
+    const run = async (
+      samples: Int16Array,
+    ): Promise<{ found: SpeechOnset[]; maxLagMs: number; detector: SpeechOnsetDetector }> => {
+      clock = 0;
+      const detector = new SpeechOnsetDetector(slow, { sampleRate: 8000, now: () => clock });
+      const found: SpeechOnset[] = [];
+      let maxLagMs = 0;
+      for (let o = 0; o < samples.length; o += 160) {
+        const arrival = o / 8 + 20;
+        clock = Math.max(clock, arrival);
+        maxLagMs = Math.max(maxLagMs, clock - arrival);
+        const onset = await detector.push(samples.subarray(o, o + 160), {
+          timestampMs: o / 8,
+          botAudible: false,
+        });
+        if (onset) found.push(onset);
+      }
+      return { found, maxLagMs, detector };
+    };
+    const u = await noisyUtterance('I would like to book a table for two.', VOICES[4]!, 8000, 20, 13);
+    const speech = await run(u.samples);
+    expect(speech.detector.stats.skipped).toBeGreaterThan(0);
+    // The bound, plus the window in progress and the two earlier ones checked when Silero wakes.
+    expect(speech.maxLagMs).toBeLessThanOrEqual(MAX_LAG_MS + 3 * 48);
+    expect(speech.found).not.toHaveLength(0);
+    expect(speech.found[0]!.detectedMs - u.onsetMs).toBeLessThan(600);
+    // The gate alone never starts a run: tones and clicks while behind are not speech.
+    const random = seeded(5);
+    const line = new Int16Array(60 * 8000);
+    for (let s = 0; s < 60; s++) line.set(nonSpeechSecond(s, 8000, random), s * 8000);
+    const idle = await run(line);
+    expect(idle.detector.stats.skipped).toBeGreaterThan(0);
+    expect(idle.found.length).toBeLessThanOrEqual(1);
+  });
+
+  it('does not mistake a pause in the line, untimed, for lag', async () => {
+    let clock = 0;
+    const detector = new SpeechOnsetDetector(model, { sampleRate: 8000, now: () => clock });
+    const u = await noisyUtterance('Sorry, what did you say?', VOICES[5]!, 8000, 20, 17);
+    const push = async (samples: Int16Array): Promise<SpeechOnset[]> => {
+      const found: SpeechOnset[] = [];
+      for (let o = 0; o < samples.length; o += 160) {
+        clock += 20;
+        const onset = await detector.push(samples.subarray(o, o + 160), { botAudible: false });
+        if (onset) found.push(onset);
+      }
+      return found;
+    };
+    expect(await push(u.samples.subarray(0, 8000))).toHaveLength(0);
+    clock += 5000; // no audio for 5 s, and no timestamps to say so
+    const found = await push(u.samples.subarray(8000));
+    expect(found).toHaveLength(1);
+    expect(detector.stats.skipped).toBe(0);
   });
 });
