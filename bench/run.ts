@@ -2,6 +2,7 @@
 import { availableParallelism, cpus } from 'node:os';
 import { benchBargeIn } from './barge-in.js';
 import { benchCallsLoad } from './calls.js';
+import { benchDiscord } from './discord.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
 import { benchVad } from './vad.js';
@@ -15,3 +16,4 @@ if (!only || only === 'speaker') await benchSpeaker();
 if (!only || only === 'vad') await benchVad();
 if (!only || only === 'barge-in') await benchBargeIn();
 if (!only || only === 'calls') await benchCallsLoad();
+if (!only || only === 'discord') await benchDiscord();

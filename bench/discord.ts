@@ -1,0 +1,160 @@
+/**
+ * Discord: what one speaking guild costs per 20 ms frame (resample + Opus), against what Discord TTS
+ * bots run instead (an ffmpeg process per utterance); and, through the real `@discordjs/voice`
+ * connection to a fake voice server on loopback, the time from `say()` to the first packet, barge-in
+ * from a member's speech to the last packet, and how many guilds can speak at once.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { PassThrough } from 'node:stream';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createAudioResource, StreamType } from '@discordjs/voice';
+import { startApp, type App } from '../src/app/app.js';
+import { loadConfig } from '../src/app/config.js';
+import { createLogger } from '../src/app/logger.js';
+import { FramePipeline } from '../src/speaker/frame-pipeline.js';
+import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
+import { measureRuns } from './baselines.js';
+import { fmt, median, printTable } from './stats.js';
+
+const KEY = 'bench-key-0123456789abcdef';
+const STEREO_48K = { encoding: 's16le', sampleRate: 48_000, channels: 2 } as const;
+const CHUNK_BYTES = 4800; // 100 ms of 24 kHz, as the local service streams
+
+function cpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
+function frames48k(pcm24k: Uint8Array): Uint8Array[] {
+  const p = new FramePipeline(24_000, STEREO_48K, 20);
+  const out: Uint8Array[] = [];
+  for (let o = 0; o < pcm24k.length; o += CHUNK_BYTES)
+    out.push(...p.push(pcm24k.subarray(o, o + CHUNK_BYTES)));
+  out.push(...p.finish());
+  return out;
+}
+
+/** Frames through a Raw audio resource (prism's Opus encoder), packets taken as the player takes them. */
+async function encodeAll(frames: readonly Uint8Array[]): Promise<number> {
+  const stream = new PassThrough({ highWaterMark: 64 * 3840 });
+  const resource = createAudioResource(stream, { inputType: StreamType.Raw });
+  let packets = 0;
+  let i = 0;
+  while (packets < frames.length) {
+    while (i < frames.length && stream.writableLength < 32 * 3840) stream.write(frames[i++]);
+    if (i === frames.length) stream.end();
+    await new Promise((r) => setImmediate(r));
+    while (resource.read()) packets++;
+  }
+  resource.playStream.destroy();
+  return packets;
+}
+
+async function speechPcm(app: App, seconds: number): Promise<Uint8Array> {
+  const sentence =
+    'The goblin raises its spear and the torchlight flickers across the damp stones of the corridor. ';
+  const text = sentence.repeat(Math.ceil(seconds / 5));
+  return (await app.client.synthesize({ voiceId: BUILT_IN_VOICE_ID, text, outputFormat: 'pcm_24000' })).audio;
+}
+
+async function benchFrameCost(app: App): Promise<void> {
+  const pcm = await speechPcm(app, 60);
+  const seconds = pcm.length / 48_000;
+  await encodeAll(frames48k(pcm.subarray(0, 48_000))); // warm: Opus encoder loaded, code optimised
+  const resample: number[] = [];
+  const total: number[] = [];
+  let frameCount = 0;
+  for (let run = 0; run < 5; run++) {
+    let t = cpuUs();
+    const frames = frames48k(pcm);
+    resample.push((cpuUs() - t) / frames.length);
+    t = cpuUs();
+    const packets = await encodeAll(frames);
+    total.push((cpuUs() - t) / packets + resample.at(-1)!);
+    frameCount = frames.length;
+  }
+  const ffmpegInput = [
+    '-hide_banner',
+    '-loglevel',
+    'error',
+    '-f',
+    's16le',
+    '-ar',
+    '24000',
+    '-ac',
+    '1',
+    '-i',
+    'pipe:0',
+  ];
+  const rawArgs = [...ffmpegInput, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
+  const opusArgs = [
+    ...ffmpegInput,
+    '-ar',
+    '48000',
+    '-ac',
+    '2',
+    '-c:a',
+    'libopus',
+    '-b:a',
+    '96k',
+    '-f',
+    'ogg',
+    'pipe:1',
+  ];
+  // A long narration, and a typical bot line of 3 s (where the process start-up dominates).
+  const short = pcm.subarray(0, 3 * 48_000);
+  const ffmpeg = {
+    rawLong: await measureRuns('ffmpeg', rawArgs, pcm, 5),
+    opusLong: await measureRuns('ffmpeg', opusArgs, pcm, 5),
+    rawShort: await measureRuns('ffmpeg', rawArgs, short, 20),
+    opusShort: await measureRuns('ffmpeg', opusArgs, short, 20),
+  };
+  const opusUs = median(total) - median(resample);
+  const ours = median(total);
+  const perFrame = (ms: number, frames: number): number => (ms * 1000) / frames;
+  const row = (name: string, long: number, short3: number): string[] => [
+    name,
+    fmt(long, 1),
+    fmt(short3, 1),
+    fmt(long / 200, 2),
+    `${fmt(long / ours, 2)}× / ${fmt(short3 / ours, 2)}×`,
+  ];
+  printTable(
+    `Discord: CPU per 20 ms frame of one speaking guild (median of 5; a ${fmt(seconds, 0)} s narration and a 3 s line)`,
+    ['path', 'µs/frame (long)', 'µs/frame (3 s line)', '% of a core (long)', 'vs voxbridge (long / 3 s)'],
+    [
+      row('voxbridge: resample 24k → 48k stereo', median(resample), median(resample)),
+      row('voxbridge: resample + Opus (opusscript via prism)', ours, ours),
+      row(
+        'ffmpeg per utterance → s16le 48k (prism FFmpeg) + the same Opus',
+        perFrame(ffmpeg.rawLong.cpuMs, frameCount) + opusUs,
+        perFrame(ffmpeg.rawShort.cpuMs, 150) + opusUs,
+      ),
+      row(
+        'ffmpeg per utterance → Ogg Opus (native libopus)',
+        perFrame(ffmpeg.opusLong.cpuMs, frameCount),
+        perFrame(ffmpeg.opusShort.cpuMs, 150),
+      ),
+    ],
+  );
+  console.log(
+    `ffmpeg peak RSS per process: ${fmt(ffmpeg.rawShort.maxRssMb, 0)} MB (raw), ${fmt(ffmpeg.opusShort.maxRssMb, 0)} MB (Opus)`,
+  );
+}
+
+export async function benchDiscord(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-discord-'));
+  const app = await startApp(
+    loadConfig({ PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'silent', SPEECH_API_KEY: KEY }),
+    {
+      logger: createLogger('silent'),
+    },
+  );
+  try {
+    await benchFrameCost(app);
+  } finally {
+    await app.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
