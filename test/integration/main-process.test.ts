@@ -19,8 +19,17 @@ afterAll(async () => {
 
 describe('the main process', () => {
   it('serves the embedded service with a generated key that never reaches the log', async () => {
+    // A Discord token Discord will not accept (or cannot be asked about, offline): the bot says it is
+    // not running, everything else runs, and the token is in no output.
+    const discordToken = 'MTAwMDAwMDAwMDAwMDAwMDAx.GvbxTe.st-token-that-discord-rejects-0123456789';
     const child = spawn(process.execPath, [compiledModule('app/main.js').pathname], {
-      env: { PATH: process.env['PATH'] ?? '', PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'trace' },
+      env: {
+        PATH: process.env['PATH'] ?? '',
+        PORT: '0',
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'trace',
+        DISCORD_TOKEN: discordToken,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -56,8 +65,15 @@ describe('the main process', () => {
       const refused = await fetch(`${url}/api/speech/v2/voices`, { headers: { 'xi-api-key': `${key}x` } });
       expect(refused.status).toBe(401);
 
+      while (!stdout.includes('the Discord bot could not log in')) {
+        if (Date.now() > deadline + 30_000) throw new Error(`no word about the Discord bot:\n${stdout}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect((await fetch(`${url}/discord/guilds`)).status).toBe(200);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
+      expect(stdout + stderr).not.toContain(discordToken);
+      expect(stdout + stderr).not.toContain(discordToken.split('.')[2]!);
       // Printed once on the console, and nowhere in the structured log, even at trace level.
       expect(stderr.split(key).length - 1).toBe(1);
       expect(stdout).not.toContain(key);
