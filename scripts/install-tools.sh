@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian tools that the tests (`test`: ffmpeg, to decode our output independently) or the
+# Installs the Debian tools that the tests (`test`: ffmpeg, to decode our output independently; openssl,
+# for the fake Discord voice server's certificate) or the
 # benchmarks (`bench`: ffmpeg and sox as baselines, GNU time to measure them) use, when missing.
 # Runs before `npm test` and `npm run bench`; does nothing when everything is there.
 set -euo pipefail
 case "${1:-}" in
-  test) wanted=("ffprobe:ffmpeg") ;;
+  test) wanted=("ffprobe:ffmpeg" "openssl:openssl") ;;
   bench) wanted=("ffmpeg:ffmpeg" "sox:sox" "/usr/bin/time:time") ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac

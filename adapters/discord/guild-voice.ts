@@ -243,6 +243,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
   }
 
   private onPacket(userId: string, packet: Buffer, sinceMs: number): void {
+    if (this.closed) return;
     // Decoding costs CPU: only while there is something to interrupt.
     if (!this.bargeInEnabled || !this.speaker.audible) {
       this.detector.end(userId);

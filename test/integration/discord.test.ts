@@ -1,0 +1,308 @@
+/**
+ * Discord voice end to end, with no Discord account: the real `@discordjs/voice` connection connects
+ * to a fake voice server on loopback (TLS WebSocket + UDP, the real protocol), and the guild's speaker
+ * speaks through the real local speech service. The server decrypts and decodes every packet.
+ */
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DiscordGuilds, type DiscordSettings } from '../../adapters/discord/guilds.js';
+import type { GuildVoice } from '../../adapters/discord/guild-voice.js';
+import { FramePipeline } from '../../src/speaker/frame-pipeline.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import {
+  FakeMainGateway,
+  FakeVoiceServer,
+  testTls,
+  type ReceivedPacket,
+} from '../helpers/discord/voice-server.js';
+
+const GUILD = '100000000000000001';
+const CHANNEL = '200000000000000001';
+const BOT = '500000000000000001';
+const MEMBER = '400000000000000001';
+const VOICE = 'voxbridge-default';
+
+const SETTINGS: DiscordSettings = {
+  voiceId: VOICE,
+  bargeIn: { enabled: true, minSpeechMs: 200, maxGapMs: 120, minLevelDbfs: -45 },
+  reconnect: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 400, settleMs: 300, readyTimeoutMs: 5000 },
+  guilds: {},
+  narration: { narrator: 'Narrator', cast: { Narrator: { voiceId: VOICE }, Goblin: { voiceId: VOICE } } },
+  joinTimeoutMs: 5000,
+};
+
+let app: TestApp;
+let server: FakeVoiceServer;
+let guilds: DiscordGuilds;
+let gateway: FakeMainGateway;
+
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(async () => {
+  await app.close();
+});
+afterEach(async () => {
+  await guilds?.close();
+  await server?.close();
+});
+
+async function join(settings: Partial<DiscordSettings> = {}): Promise<GuildVoice> {
+  server = await FakeVoiceServer.start(testTls());
+  gateway = new FakeMainGateway(server, { guildId: GUILD, userId: BOT });
+  guilds = new DiscordGuilds({
+    settings: { ...SETTINGS, ...settings },
+    source: app.app.client,
+    logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
+  });
+  return guilds.join(GUILD, CHANNEL, gateway.adapterCreator);
+}
+
+const speech = (packets: readonly ReceivedPacket[]): ReceivedPacket[] => packets.filter((p) => !p.silence);
+
+/** Left channel of the decoded packets, in order. */
+function leftOf(packets: readonly ReceivedPacket[]): Int16Array {
+  const out = new Int16Array(packets.length * 960);
+  packets.forEach((p, k) => {
+    for (let i = 0; i < 960; i++) out[k * 960 + i] = p.pcm![2 * i]!;
+  });
+  return out;
+}
+
+/** RMS per 20 ms block. */
+function envelope(samples: Int16Array, blockSize: number): number[] {
+  const out: number[] = [];
+  for (let o = 0; o + blockSize <= samples.length; o += blockSize) {
+    let sum = 0;
+    for (let i = o; i < o + blockSize; i++) sum += samples[i]! * samples[i]!;
+    out.push(Math.sqrt(sum / blockSize));
+  }
+  return out;
+}
+
+function correlation(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  const mean = (x: readonly number[]): number => x.slice(0, n).reduce((s, v) => s + v, 0) / n;
+  const ma = mean(a);
+  const mb = mean(b);
+  let ab = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < n; i++) {
+    ab += (a[i]! - ma) * (b[i]! - mb);
+    aa += (a[i]! - ma) ** 2;
+    bb += (b[i]! - mb) ** 2;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+describe('Discord voice through the real @discordjs/voice connection', () => {
+  it('connects, and what the bot says arrives encrypted, whole to the last frame, as the speech service said it', async () => {
+    const voice = await join();
+    expect(server.identifies[0]).toMatchObject({ server_id: GUILD, user_id: BOT });
+    // The bot joined undeafened: it must hear members to be interrupted.
+    expect(gateway.sent[0]?.d).toMatchObject({ guild_id: GUILD, channel_id: CHANNEL, self_deaf: false });
+
+    const text = 'The goblin raises its spear and the torchlight flickers on the wet stones.';
+    const result = await voice.say(text).result;
+    expect(result.status).toBe('played');
+    const ssrc = server.ssrcOf(GUILD)!;
+    await server.waitFor(
+      () => server.received(ssrc).some((p) => p.silence),
+      2000,
+      'silence after the speech',
+    );
+    const packets = speech(server.received(ssrc));
+
+    // Every 20 ms the service's audio makes is one packet: nothing dropped, the last frame included.
+    const reference = (await app.app.client.synthesize({ voiceId: VOICE, text, outputFormat: 'pcm_24000' }))
+      .audio;
+    const pipeline = new FramePipeline(24_000, { encoding: 's16le', sampleRate: 48_000, channels: 2 }, 20);
+    const expectedFrames = pipeline.push(reference).length + pipeline.finish().length;
+    expect(packets.length).toBe(expectedFrames);
+    expect(result.playedMs).toBe(expectedFrames * 20);
+
+    // The content: the loudness contour of what arrived follows the service's own audio.
+    const ref = new Int16Array(reference.buffer, reference.byteOffset, reference.byteLength / 2);
+    const got = envelope(leftOf(packets), 960);
+    const want = envelope(ref, 480);
+    expect(Math.max(...got)).toBeGreaterThan(1000);
+    expect(correlation(got, want)).toBeGreaterThan(0.9);
+    // Real-time pace: 20 ms apart on average (a generous bound on a busy machine).
+    const span = packets.at(-1)!.arrivalMs - packets[0]!.arrivalMs;
+    expect(span / (packets.length - 1)).toBeGreaterThan(15);
+    expect(span / (packets.length - 1)).toBeLessThan(30);
+  });
+
+  it('a member talking over the bot stops it: no speech packet 100 ms after the decision, the request closed', async () => {
+    const voice = await join();
+    const ssrc = server.ssrcOf(GUILD)!;
+    const disconnectedBefore = app.app.service!.requestStats.disconnected;
+    // One long sentence: its response is still streaming (held back by the speaker's bounded buffer).
+    const long = `${'The goblin speaks on, and on, '.repeat(118)}until dawn.`;
+    const handle = voice.say(long);
+    await server.waitFor(() => speech(server.received(ssrc)).length >= 25, 5000, 'half a second of speech');
+    const bargeIn = new Promise<import('../../adapters/discord/guild-voice.js').BargeInEvent>((resolve) =>
+      voice.once('bargeIn', resolve),
+    );
+    const injected = server.injectSpeech(GUILD, MEMBER, loudVoice(800));
+    const event = await bargeIn;
+    const result = await handle.result;
+    await injected;
+    expect(event).toMatchObject({ userId: MEMBER, interrupted: true });
+    expect(result.status).toBe('interrupted');
+    // Detection needs ≥ 200 ms of the member's voice; well under a second on loopback.
+    expect(event.decidedAtMs - event.speakingSinceMs).toBeGreaterThanOrEqual(180);
+    expect(event.decidedAtMs - event.speakingSinceMs).toBeLessThan(1000);
+    await new Promise((r) => setTimeout(r, 300));
+    const spoken = speech(server.received(ssrc));
+    const last = spoken.at(-1)!;
+    expect(last.arrivalMs - event.decidedAtMs).toBeLessThan(100);
+    // After the stop: Discord's silence frames, then nothing.
+    const after = server.received(ssrc).filter((p) => p.arrivalMs > last.arrivalMs);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((p) => p.silence)).toBe(true);
+    await server.waitFor(
+      () => app.app.service!.requestStats.disconnected > disconnectedBefore,
+      2000,
+      'the speech request closed by its client',
+    );
+    // The next utterance starts clean: its first packet is not a leftover of the interrupted one.
+    const before = server.received(ssrc).length;
+    const next = await voice.say('Yes?').result;
+    expect(next.status).toBe('played');
+    // 'played' means the player took the last packet; it is sent on the next 20 ms tick.
+    await server.waitFor(
+      () =>
+        server
+          .received(ssrc)
+          .slice(before)
+          .some((p, i, all) => p.silence && i > 0 && !all[i - 1]!.silence),
+      2000,
+      'the silence after the reply',
+    );
+    const nextPackets = speech(server.received(ssrc).slice(before));
+    const pipeline = new FramePipeline(24_000, { encoding: 's16le', sampleRate: 48_000, channels: 2 }, 20);
+    const yes = (await app.app.client.synthesize({ voiceId: VOICE, text: 'Yes?', outputFormat: 'pcm_24000' }))
+      .audio;
+    expect(nextPackets.length).toBe(pipeline.push(yes).length + pipeline.finish().length);
+  });
+
+  it('with barge-in off for the guild, members talking do not interrupt', async () => {
+    const voice = await join({ guilds: { [GUILD]: { bargeIn: false } } });
+    let bargedIn = false;
+    voice.on('bargeIn', () => (bargedIn = true));
+    const handle = voice.say(
+      'The narrator keeps reading, whatever the table says about it, to the very end.',
+    );
+    await server.waitFor(() => speech(server.received(server.ssrcOf(GUILD))).length >= 10, 5000, 'speech');
+    await server.injectSpeech(GUILD, MEMBER, loudVoice(600));
+    expect((await handle.result).status).toBe('played');
+    expect(bargedIn).toBe(false);
+  });
+
+  it('narration: lines in two voices play back to back with no gap; /skip ends a line and the queue goes on', async () => {
+    await join();
+    const ssrc = server.ssrcOf(GUILD)!;
+    const { lines, handles } = guilds.narrate(
+      GUILD,
+      '[Narrator] The door creaks open. [Goblin] You shall not pass! [Narrator] The goblin raises its spear.',
+    );
+    expect(lines.map((l) => l.character)).toEqual(['Narrator', 'Goblin', 'Narrator']);
+    const results = await Promise.all(handles.map((h) => h.result));
+    expect(results.map((r) => r.status)).toEqual(['played', 'played', 'played']);
+    await server.waitFor(() => server.received(ssrc).some((p) => p.silence), 2000, 'the end');
+    const packets = server.received(ssrc);
+    const firstSilence = packets.findIndex((p) => p.silence);
+    // One run: every speech packet comes before the closing silence, none missing between the lines.
+    expect(packets.slice(firstSilence).every((p) => p.silence)).toBe(true);
+    const total = results.reduce((n, r) => n + r.playedMs / 20, 0);
+    expect(firstSilence).toBe(total);
+    const gaps = packets.slice(1, firstSilence).map((p, i) => p.arrivalMs - packets[i]!.arrivalMs);
+    expect(Math.max(...gaps)).toBeLessThan(80);
+
+    const skipped = guilds.narrate(
+      GUILD,
+      'This first line is long enough to be skipped before it ends, surely. [Goblin] Next!',
+    );
+    await server.waitFor(() => speech(server.received(ssrc)).length >= total + 10, 5000, 'the first line');
+    expect(guilds.get(GUILD)!.skip()).toBe(true);
+    const [first, second] = await Promise.all(skipped.handles.map((h) => h.result));
+    expect(first!.status).toBe('interrupted');
+    expect(second!.status).toBe('played');
+  });
+
+  it('reconnects after the voice socket drops (1006): resumed, and speech goes on', async () => {
+    const voice = await join();
+    server.closeSocket(1006);
+    await server.waitFor(() => server.resumes === 1, 5000, 'a resume');
+    await voice.ready(5000);
+    const before = server.packets.length;
+    expect((await voice.say('Still here.').result).status).toBe('played');
+    expect(speech(server.packets.slice(before)).length).toBeGreaterThan(10);
+    expect(guilds.list()).toEqual([voice]);
+  });
+
+  it('follows a move to another channel, and a region change to another voice server', async () => {
+    const voice = await join();
+    const other = '200000000000000002';
+    gateway.move(other);
+    await server.waitFor(() => voice.channelId === other, 3000, 'the move');
+    await new Promise((r) => setTimeout(r, 400)); // longer than settleMs: a move is not a kick
+    await voice.ready(5000);
+    const region = await FakeVoiceServer.start(testTls());
+    try {
+      gateway.changeEndpoint(region);
+      await region.waitFor(() => region.identifies.length === 1, 5000, 'a connection to the new region');
+      await voice.ready(5000);
+      expect((await voice.say('New region.').result).status).toBe('played');
+      expect(speech(region.packets).length).toBeGreaterThan(10);
+      expect(guilds.get(GUILD)).toBe(voice);
+    } finally {
+      await guilds.close();
+      await region.close();
+    }
+  });
+
+  it('a kick ends the guild and frees it; a shard going away ends it as lost, to rejoin later', async () => {
+    const voice = await join();
+    const ended = voice.whenEnded();
+    gateway.kick();
+    expect(await ended).toEqual({ kind: 'kicked' });
+    expect(guilds.list()).toEqual([]);
+    expect(voice.speaker.audible).toBe(false);
+    expect((await voice.say('anyone?').result).status).toBe('failed');
+
+    const again = await guilds.join(GUILD, CHANNEL, gateway.adapterCreator);
+    gateway.destroyAdapter();
+    expect(await again.whenEnded()).toEqual({ kind: 'lost' });
+    expect([...guilds.lostGuilds()]).toEqual([[GUILD, CHANNEL]]);
+  });
+
+  it('gives up after the configured attempts when the gateway stays down', async () => {
+    const voice = await join();
+    const attempts: number[] = [];
+    voice.on('reconnecting', (e) => attempts.push(e.attempt));
+    gateway.available = false;
+    server.closeSocket(4006); // session invalid: the library must rejoin through the (down) gateway
+    const reason = await voice.whenEnded();
+    expect(reason).toMatchObject({ kind: 'gave-up', attempts: 3 });
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(guilds.list()).toEqual([]);
+  });
+});
+
+/** 48 kHz stereo "voice": a loud 180 Hz buzz with harmonics, `ms` long. */
+function loudVoice(ms: number): Int16Array {
+  const n = (48_000 * ms) / 1000;
+  const out = new Int16Array(n * 2);
+  for (let i = 0; i < n; i++) {
+    const t = i / 48_000;
+    const v =
+      6000 * Math.sin(2 * Math.PI * 180 * t) +
+      3000 * Math.sin(2 * Math.PI * 360 * t) +
+      1500 * Math.sin(2 * Math.PI * 720 * t);
+    out[2 * i] = out[2 * i + 1] = Math.round(v);
+  }
+  return out;
+}
