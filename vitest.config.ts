@@ -6,7 +6,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    globalSetup: ['test/global-setup.ts'],
     // A certificate for the fake Discord voice server, trusted by every worker.
     globalSetup: ['test/tls-setup.ts'],
   },
