@@ -8,7 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordGuilds, type DiscordSettings } from '../../adapters/discord/guilds.js';
 import type { GuildVoice } from '../../adapters/discord/guild-voice.js';
 import { FramePipeline } from '../../src/speaker/frame-pipeline.js';
+import { handleCommand, type CommandContext } from '../../adapters/discord/commands.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { FakeGuildAccess, FakeInteraction } from '../helpers/discord/fake-interaction.js';
 import {
   FakeMainGateway,
   FakeVoiceServer,
@@ -34,6 +36,8 @@ const SETTINGS: DiscordSettings = {
 let app: TestApp;
 let server: FakeVoiceServer;
 let guilds: DiscordGuilds;
+/** What the test started, freed after it (guilds before their server). */
+const cleanup: Array<() => Promise<void>> = [];
 let gateway: FakeMainGateway;
 
 beforeAll(async () => {
@@ -43,18 +47,29 @@ afterAll(async () => {
   await app.close();
 });
 afterEach(async () => {
-  await guilds?.close();
-  await server?.close();
+  for (const free of cleanup.splice(0).reverse()) await free();
 });
 
-async function join(settings: Partial<DiscordSettings> = {}): Promise<GuildVoice> {
-  server = await FakeVoiceServer.start(testTls());
+async function startServer(): Promise<FakeVoiceServer> {
+  const started = await FakeVoiceServer.start(testTls());
+  cleanup.push(() => started.close());
+  return started;
+}
+
+async function setUp(settings: Partial<DiscordSettings> = {}): Promise<void> {
+  server = await startServer();
   gateway = new FakeMainGateway(server, { guildId: GUILD, userId: BOT });
   guilds = new DiscordGuilds({
     settings: { ...SETTINGS, ...settings },
     source: app.app.client,
     logger: pino({ level: process.env['TEST_LOG_LEVEL'] ?? 'silent' }),
   });
+  const created = guilds;
+  cleanup.push(() => created.close());
+}
+
+async function join(settings: Partial<DiscordSettings> = {}): Promise<GuildVoice> {
+  await setUp(settings);
   return guilds.join(GUILD, CHANNEL, gateway.adapterCreator);
 }
 
@@ -250,17 +265,14 @@ describe('Discord voice through the real @discordjs/voice connection', () => {
     await server.waitFor(() => voice.channelId === other, 3000, 'the move');
     await new Promise((r) => setTimeout(r, 400)); // longer than settleMs: a move is not a kick
     await voice.ready(5000);
-    const region = await FakeVoiceServer.start(testTls());
-    try {
+    const region = await startServer();
+    {
       gateway.changeEndpoint(region);
       await region.waitFor(() => region.identifies.length === 1, 5000, 'a connection to the new region');
       await voice.ready(5000);
       expect((await voice.say('New region.').result).status).toBe('played');
       expect(speech(region.packets).length).toBeGreaterThan(10);
       expect(guilds.get(GUILD)).toBe(voice);
-    } finally {
-      await guilds.close();
-      await region.close();
     }
   });
 
@@ -289,6 +301,153 @@ describe('Discord voice through the real @discordjs/voice connection', () => {
     expect(reason).toMatchObject({ kind: 'gave-up', attempts: 3 });
     expect(attempts).toEqual([1, 2, 3]);
     expect(guilds.list()).toEqual([]);
+  });
+});
+
+describe('slash commands and the control API, joined for real', () => {
+  it('/join, /say, /narrate, /stop and /leave from a member in a voice channel', async () => {
+    await setUp();
+    const access = new FakeGuildAccess().addChannel({ id: CHANNEL, name: 'tavern' });
+    access.members.set(MEMBER, CHANNEL);
+    access.adapter = gateway.adapterCreator;
+    const ctx: CommandContext = {
+      guilds,
+      access,
+      listVoices: async () => (await app.app.client.listVoices()).voices,
+      logger: pino({ level: 'silent' }),
+    };
+    const joinCmd = new FakeInteraction('join', { guildId: GUILD, userId: MEMBER });
+    await handleCommand(joinCmd, ctx);
+    expect(joinCmd.last).toEqual({ content: `Joined <#${CHANNEL}>.`, ephemeral: false });
+    expect(guilds.get(GUILD)?.status).toBe('ready');
+
+    const say = new FakeInteraction('say', {
+      guildId: GUILD,
+      userId: MEMBER,
+      strings: { text: 'Roll for initiative.' },
+    });
+    await handleCommand(say, ctx);
+    expect(say.last?.ephemeral).toBe(true);
+    expect(say.last?.content).toMatch(/^Said it \(\d+\.\d s\)\.$/);
+    expect(speech(server.received(server.ssrcOf(GUILD))).length).toBeGreaterThan(20);
+
+    const narrate = new FakeInteraction('narrate', {
+      guildId: GUILD,
+      userId: MEMBER,
+      strings: { script: '[Narrator] The door opens. [Goblin] Who goes there?' },
+    });
+    await handleCommand(narrate, ctx);
+    expect(narrate.answers.map((a) => a.content)).toEqual([
+      'Narrating 2 line(s): Narrator, Goblin.',
+      'Narrated 2 line(s).',
+    ]);
+
+    const long = new FakeInteraction('say', {
+      guildId: GUILD,
+      userId: MEMBER,
+      strings: { text: `${'And the tale goes on, '.repeat(30)}the end.` },
+    });
+    const saying = handleCommand(long, ctx);
+    await server.waitFor(() => guilds.get(GUILD)!.speaker.audible, 5000, 'speech');
+    const stop = new FakeInteraction('stop', { guildId: GUILD, userId: MEMBER });
+    await handleCommand(stop, ctx);
+    expect(stop.last?.content).toBe('Stopped.');
+    await saying;
+    expect(long.last?.content).toMatch(/^(Interrupted after|Stopped before)/);
+
+    const voices = new FakeInteraction('voices', { guildId: GUILD });
+    await handleCommand(voices, ctx);
+    expect(voices.last?.content).toContain('`voxbridge-default`');
+
+    const leave = new FakeInteraction('leave', { guildId: GUILD });
+    await handleCommand(leave, ctx);
+    expect(leave.last).toEqual({ content: 'Left the voice channel.', ephemeral: false });
+    expect(guilds.list()).toEqual([]);
+    // The library told the gateway it left.
+    expect(gateway.sent.at(-1)?.d.channel_id).toBeNull();
+  });
+
+  it('POST /discord/guilds/{id}/say speaks narration markup in the guild; errors are clear', async () => {
+    server = await startServer();
+    gateway = new FakeMainGateway(server, { guildId: GUILD, userId: BOT });
+    const discord = app.app.discord;
+    const post = async (
+      path: string,
+      body: unknown,
+    ): Promise<{ status: number; json: Record<string, unknown> }> => {
+      const res = await fetch(`${app.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    expect((await post(`/discord/guilds/${GUILD}/say`, { text: 'Hello?' })).status).toBe(404);
+    // Without a bot the API cannot join by itself.
+    expect((await post(`/discord/guilds/${GUILD}/join`, { channel_id: CHANNEL })).status).toBe(503);
+    try {
+      await discord.join(GUILD, CHANNEL, gateway.adapterCreator);
+      const listed = await (await fetch(`${app.url}/discord/guilds`)).json();
+      expect(listed).toEqual({
+        guilds: [
+          expect.objectContaining({ guild_id: GUILD, channel_id: CHANNEL, status: 'ready', barge_in: true }),
+        ],
+      });
+      const said = await post(`/discord/guilds/${GUILD}/say`, {
+        text: '[Narrator] The torch gutters. It goes out.',
+      });
+      expect(said.status).toBe(200);
+      expect(said.json['utterances']).toEqual([
+        expect.objectContaining({
+          character: 'Narrator',
+          voice_id: VOICE,
+          text: 'The torch gutters. It goes out.',
+          status: 'played',
+          heard_text: 'The torch gutters. It goes out.',
+        }),
+      ]);
+      expect(speech(server.received(server.ssrcOf(GUILD))).length).toBeGreaterThan(30);
+
+      const typo = await post(`/discord/guilds/${GUILD}/say`, { text: '[Goblin] Halt!' });
+      expect(typo.status).toBe(400);
+      expect(typo.json['error']).toMatch(/Goblin/);
+      expect(typo.json['characters']).toEqual(['Narrator']);
+      expect((await post(`/discord/guilds/${GUILD}/say`, { text: '' })).status).toBe(400);
+
+      const queued = await post(`/discord/guilds/${GUILD}/say`, {
+        text: `${'On and on, '.repeat(40)}done.`,
+        wait: false,
+      });
+      expect(queued.status).toBe(202);
+      await server.waitFor(() => discord.get(GUILD)!.speaker.audible, 5000, 'speech');
+      expect((await post(`/discord/guilds/${GUILD}/stop`, {})).json).toEqual({ stopped: true });
+      const off = await fetch(`${app.url}/discord/guilds/${GUILD}/barge-in`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ enabled: false }),
+      });
+      expect(await off.json()).toEqual({ guild_id: GUILD, barge_in: false });
+      expect(discord.get(GUILD)!.bargeInEnabled).toBe(false);
+      expect((await fetch(`${app.url}/discord/guilds/${GUILD}`, { method: 'DELETE' })).status).toBe(204);
+      expect(discord.list()).toEqual([]);
+    } finally {
+      await discord.close().catch(() => undefined);
+    }
+  });
+
+  it('the control API wants CONTROL_TOKEN when it is set', async () => {
+    const secured = await startTestApp({}, undefined, { CONTROL_TOKEN: 'control-token-0123456789' });
+    try {
+      const bare = await fetch(`${secured.url}/discord/guilds`);
+      expect(bare.status).toBe(401);
+      expect(bare.headers.get('www-authenticate')).toBe('Bearer');
+      const ok = await fetch(`${secured.url}/discord/guilds`, {
+        headers: { authorization: 'Bearer control-token-0123456789' },
+      });
+      expect(ok.status).toBe(200);
+    } finally {
+      await secured.close();
+    }
   });
 });
 
