@@ -4,7 +4,10 @@
  * connection to a fake voice server on loopback, the time from `say()` to the first packet, barge-in
  * from a member's speech to the last packet, and how many guilds can speak at once.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +17,9 @@ import { loadConfig } from '../src/app/config.js';
 import { createLogger } from '../src/app/logger.js';
 import { FramePipeline } from '../src/speaker/frame-pipeline.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
+import { makeTestCertificate } from '../test/helpers/discord/tls.js';
 import { measureRuns } from './baselines.js';
+import { createOpusEncoder, opusImplementation, type OpusEncoder } from '../adapters/discord/opus.js';
 import { fmt, median, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';
@@ -35,8 +40,8 @@ function frames48k(pcm24k: Uint8Array): Uint8Array[] {
   return out;
 }
 
-/** Frames through a Raw audio resource (prism's Opus encoder), packets taken as the player takes them. */
-async function encodeAll(frames: readonly Uint8Array[]): Promise<number> {
+/** Frames through a Raw audio resource (prism's encoder: opusscript here), packets taken as the player takes them. */
+async function encodeWithPrism(frames: readonly Uint8Array[]): Promise<number> {
   const stream = new PassThrough({ highWaterMark: 64 * 3840 });
   const resource = createAudioResource(stream, { inputType: StreamType.Raw });
   let packets = 0;
@@ -51,6 +56,13 @@ async function encodeAll(frames: readonly Uint8Array[]): Promise<number> {
   return packets;
 }
 
+/** Frames through the guild's own encoder, as the sink does. */
+function encodeOurs(frames: readonly Uint8Array[], encoder: OpusEncoder): number {
+  let bytes = 0;
+  for (const f of frames) bytes += encoder.encode(f).byteLength;
+  return bytes;
+}
+
 async function speechPcm(app: App, seconds: number): Promise<Uint8Array> {
   const sentence =
     'The goblin raises its spear and the torchlight flickers across the damp stones of the corridor. ';
@@ -61,17 +73,24 @@ async function speechPcm(app: App, seconds: number): Promise<Uint8Array> {
 async function benchFrameCost(app: App): Promise<void> {
   const pcm = await speechPcm(app, 60);
   const seconds = pcm.length / 48_000;
-  await encodeAll(frames48k(pcm.subarray(0, 48_000))); // warm: Opus encoder loaded, code optimised
+  const encoder = createOpusEncoder();
+  // Warm: encoders loaded, code optimised.
+  await encodeWithPrism(frames48k(pcm.subarray(0, 48_000)));
+  encodeOurs(frames48k(pcm.subarray(0, 48_000)), encoder);
   const resample: number[] = [];
   const total: number[] = [];
+  const prism: number[] = [];
   let frameCount = 0;
   for (let run = 0; run < 5; run++) {
     let t = cpuUs();
     const frames = frames48k(pcm);
     resample.push((cpuUs() - t) / frames.length);
     t = cpuUs();
-    const packets = await encodeAll(frames);
-    total.push((cpuUs() - t) / packets + resample.at(-1)!);
+    encodeOurs(frames, encoder);
+    total.push((cpuUs() - t) / frames.length + resample.at(-1)!);
+    t = cpuUs();
+    const packets = await encodeWithPrism(frames);
+    prism.push((cpuUs() - t) / packets + resample.at(-1)!);
     frameCount = frames.length;
   }
   const ffmpegInput = [
@@ -125,9 +144,10 @@ async function benchFrameCost(app: App): Promise<void> {
     ['path', 'µs/frame (long)', 'µs/frame (3 s line)', '% of a core (long)', 'vs voxbridge (long / 3 s)'],
     [
       row('voxbridge: resample 24k → 48k stereo', median(resample), median(resample)),
-      row('voxbridge: resample + Opus (opusscript via prism)', ours, ours),
+      row(`voxbridge: resample + Opus (${opusImplementation()}, one encoder per guild)`, ours, ours),
+      row('resample + prism-media encoder per resource (opusscript)', median(prism), median(prism)),
       row(
-        'ffmpeg per utterance → s16le 48k (prism FFmpeg) + the same Opus',
+        'ffmpeg per utterance → s16le 48k (prism FFmpeg) + our Opus',
         perFrame(ffmpeg.rawLong.cpuMs, frameCount) + opusUs,
         perFrame(ffmpeg.rawShort.cpuMs, 150) + opusUs,
       ),
@@ -143,6 +163,26 @@ async function benchFrameCost(app: App): Promise<void> {
   );
 }
 
+/** The connection half, in a child that trusts the fake voice server's certificate from its start. */
+async function benchVoiceConnections(dir: string): Promise<void> {
+  const { cert, key, bundle } = makeTestCertificate(dir);
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', fileURLToPath(new URL('./discord-voice.js', import.meta.url))],
+    {
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        NODE_EXTRA_CA_CERTS: bundle,
+        VOXBRIDGE_TEST_TLS_CERT: cert,
+        VOXBRIDGE_TEST_TLS_KEY: key,
+      },
+    },
+  );
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`the Discord connection benchmark exited ${code}`);
+}
+
 export async function benchDiscord(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-discord-'));
   const app = await startApp(
@@ -155,6 +195,10 @@ export async function benchDiscord(): Promise<void> {
     await benchFrameCost(app);
   } finally {
     await app.close();
+  }
+  try {
+    await benchVoiceConnections(dir);
+  } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,12 +1,12 @@
 /**
- * The speaker's sink for one guild: 20 ms frames of 48 kHz stereo s16le into an `@discordjs/voice`
- * audio player, one resource per run of speech (`StreamType.Raw`, so prism's Opus encoder turns each
- * 3840-byte frame into one packet).
+ * The speaker's sink for one guild: 20 ms frames of 48 kHz stereo s16le, each encoded into one Opus
+ * packet by the guild's own encoder, into an `@discordjs/voice` audio player, one resource per run of
+ * speech (`StreamType.Opus`: the packets go to the player as they are, nothing is transcoded).
  *
  * The player pulls one packet every 20 ms and has no jitter buffer of its own, so the sink holds a
  * small pre-buffer before `play()`; after that `write()` waits for the player to take frames (its
  * backpressure is the only pacing: `selfPaced`). The speaker pads every utterance to whole frames, so
- * prism's encoder, which drops a partial last frame, never cuts an ending. `clear()` is `player.stop()`
+ * no ending is cut. `clear()` is `player.stop()`
  * (not `stop(true)`, which leaves a prepared packet to leak into the next utterance).
  *
  * Utterances that follow each other share one run: `flush()` does not end the stream, it ends it only
@@ -19,6 +19,7 @@ import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { createAudioResource, StreamType, type AudioResource } from '@discordjs/voice';
 import type { AudioSink, SinkFrame, WireFormat } from '../../src/speaker/sink.js';
+import { createOpusEncoder, type OpusEncoder } from './opus.js';
 
 /** What the sink needs of an `AudioPlayer`. */
 export interface DiscordPlayer {
@@ -33,6 +34,8 @@ export interface DiscordSinkOptions {
   maxQueuedFrames?: number;
   /** After an utterance's last frame has been taken, how long the run waits for the next one (default 40 ms). */
   holdMs?: number;
+  /** The guild's Opus encoder (default: a new one). */
+  encoder?: OpusEncoder;
 }
 
 export const DISCORD_FRAME_MS = 20;
@@ -76,6 +79,7 @@ export class DiscordSink implements AudioSink {
   private readonly prebufferFrames: number;
   private readonly maxQueuedFrames: number;
   private readonly holdMs: number;
+  private readonly encoder: OpusEncoder;
   /** The run being written or playing out. */
   private run: Run | undefined;
   private endTimer: NodeJS.Timeout | undefined;
@@ -91,6 +95,7 @@ export class DiscordSink implements AudioSink {
     this.prebufferFrames = options.prebufferFrames ?? 5;
     this.maxQueuedFrames = options.maxQueuedFrames ?? 10;
     this.holdMs = options.holdMs ?? 40;
+    this.encoder = options.encoder ?? createOpusEncoder();
     this.leadMs = this.maxQueuedFrames * FRAME_MS;
   }
 
@@ -101,7 +106,7 @@ export class DiscordSink implements AudioSink {
     if (!run || run.stream.writableEnded || run.stream.destroyed) run = this.open();
     run.flushed = false;
     this.cancelEnd();
-    const accepted = run.stream.write(frame.payload);
+    const accepted = run.stream.write(this.encoder.encode(frame.payload));
     run.frames++;
     this.written += FRAME_MS;
     if (!run.started && run.frames >= this.prebufferFrames) this.start(run);
@@ -163,8 +168,10 @@ export class DiscordSink implements AudioSink {
   }
 
   private open(): Run {
-    const stream = new PassThrough({ highWaterMark: this.maxQueuedFrames * FRAME_BYTES });
-    const resource = createAudioResource(stream, { inputType: StreamType.Raw });
+    // One Opus packet per object; a new run starts a new Opus stream.
+    const stream = new PassThrough({ objectMode: true, highWaterMark: this.maxQueuedFrames });
+    const resource = createAudioResource(stream, { inputType: StreamType.Opus });
+    this.encoder.reset();
     const run: Run = { stream, resource, startMs: this.written, frames: 0, started: false, flushed: false };
     // A run that played to its end is settled on the timeline.
     resource.playStream.once('end', () => {
@@ -208,14 +215,14 @@ export class DiscordSink implements AudioSink {
 }
 
 /**
- * The first `createAudioResource()` in a process loads the Opus encoder (70–200 ms): done at start,
- * not in a guild's first utterance. Resolves with the time it took (ms).
+ * The first `createAudioResource()` in a process and the first Opus encoder take 70–200 ms to load:
+ * done at start, not in a guild's first utterance. Resolves with the time it took (ms).
  */
 export async function warmDiscordAudio(): Promise<number> {
   const started = performance.now();
-  const stream = new PassThrough();
-  const resource = createAudioResource(stream, { inputType: StreamType.Raw });
-  stream.end(Buffer.alloc(FRAME_BYTES));
+  const stream = new PassThrough({ objectMode: true });
+  const resource = createAudioResource(stream, { inputType: StreamType.Opus });
+  stream.end(createOpusEncoder().encode(new Uint8Array(FRAME_BYTES)));
   if (resource.playStream.readableLength === 0) await once(resource.playStream, 'readable');
   resource.read();
   resource.playStream.destroy();

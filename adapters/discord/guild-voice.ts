@@ -21,7 +21,6 @@ import {
   type DiscordGatewayAdapterCreator,
   type VoiceConnection,
 } from '@discordjs/voice';
-import OpusScript from 'opusscript';
 import type { Logger } from 'pino';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { ScriptLine } from '../../src/speaker/script.js';
@@ -34,6 +33,7 @@ import {
   type ReconnectPolicy,
 } from './connection-keeper.js';
 import { DiscordSink } from './discord-sink.js';
+import { createOpusDecoder, type OpusDecoder } from './opus.js';
 import { SpeakingDetector } from './speaking-detector.js';
 
 export interface BargeInSettings {
@@ -81,9 +81,6 @@ export interface GuildVoiceEvents {
   ended: [EndReason];
 }
 
-const SAMPLE_RATE = 48_000;
-const CHANNELS = 2;
-
 /** RMS level of interleaved s16 samples, in dBFS. */
 export function levelDbfs(pcm: Int16Array): number {
   if (pcm.length === 0) return -Infinity;
@@ -103,7 +100,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
   private readonly sink: DiscordSink;
   private readonly keeper: ConnectionKeeper;
   private readonly detector: SpeakingDetector;
-  private decoder: OpusScript | undefined;
+  private decoder: OpusDecoder | undefined;
   private readonly listening = new Map<string, { stream: AudioReceiveStream; sinceMs: number }>();
   private readonly logger: Logger;
   private closed = false;
@@ -252,9 +249,9 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     const now = performance.now();
     let level: number;
     try {
-      this.decoder ??= new OpusScript(SAMPLE_RATE, CHANNELS, OpusScript.Application.VOIP);
+      this.decoder ??= createOpusDecoder();
       const pcm = this.decoder.decode(packet);
-      level = levelDbfs(new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length / 2));
+      level = levelDbfs(new Int16Array(pcm.buffer, pcm.byteOffset, pcm.byteLength / 2));
     } catch {
       level = 0; // an undecodable packet still means the member is sending audio
     }
@@ -273,7 +270,6 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     this.player.stop(true);
     for (const { stream } of this.listening.values()) stream.destroy();
     this.listening.clear();
-    this.decoder?.delete();
     this.decoder = undefined;
   }
 }
