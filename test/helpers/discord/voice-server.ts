@@ -3,11 +3,16 @@
  * WebSocket, plus UDP), so the real `@discordjs/voice` connection connects to it with no Discord
  * account: Hello, Identify → Ready (ssrc, UDP port, modes), IP discovery over UDP, Select Protocol →
  * Session Description (aead_aes256_gcm_rtpsize, a random key, DAVE protocol 0: no end-to-end layer),
- * heartbeats, Resume → Resumed.
+ * heartbeats, Resume → Resumed. Sequenced messages carry `seq`, which v8 clients acknowledge.
  *
  * Every RTP packet the bot sends is decrypted and (optionally) Opus-decoded and recorded with its
  * arrival time. A member talking is injected the way Discord delivers it: op 5 Speaking mapping the
- * member's ssrc to their user id, then encrypted Opus packets every 20 ms.
+ * member's ssrc to their user id, then encrypted Opus packets every 20 ms (optionally with a header
+ * extension, as Discord's carry).
+ *
+ * For protocol checks it also records the WebSocket request URLs, heartbeats (with their `seq_ack`),
+ * Resume payloads (with the last `seq` sent on the session), how each socket closed, and datagrams it
+ * could not decrypt.
  *
  * `FakeMainGateway` stands in for the bot's main gateway connection: it is the `adapterCreator` that
  * `joinVoiceChannel` is given, answers the voice-state payload with the voice state and voice server
@@ -27,6 +32,11 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
 const OPUS_PT = 0x78;
 const FRAME_SAMPLES = 960;
+/** The rtpsize AEAD modes end a packet with a 16-byte tag, then a 4-byte nonce counter. */
+const TAG_BYTES = 16;
+const NONCE_BYTES = 4;
+/** One-byte RTP header extension profile (RFC 8285), the one Discord's packets carry. */
+const EXTENSION_PROFILE = 0xbede;
 
 export interface ReceivedPacket {
   /** performance.now() at arrival. */
@@ -45,6 +55,42 @@ export interface IdentifyPayload {
   user_id: string;
   session_id: string;
   token: string;
+  /** The highest DAVE (end-to-end encryption) version the client supports. */
+  max_dave_protocol_version?: number;
+}
+
+/** A Resume (op 7) the bot sent. */
+export interface ResumeRecord {
+  server_id: string;
+  session_id: string;
+  token: string;
+  /** The last `seq` the bot says it received. */
+  seq_ack: number;
+  /** The last `seq` this server had sent on the session when the resume came. */
+  lastSeqSent: number;
+}
+
+/** A Heartbeat (op 3) the bot sent. */
+export interface HeartbeatRecord {
+  at: number;
+  t: number;
+  /** The last `seq` the bot says it received (v8). */
+  seq_ack: number;
+}
+
+/** A bot's WebSocket that closed. */
+export interface SocketCloseRecord {
+  /** The close code as the server saw it (1005: none given, 1006: dropped). */
+  code: number;
+  /** Whether this server closed it (`closeSocket`) rather than the bot. */
+  byServer: boolean;
+}
+
+export interface InjectOptions {
+  /** The member's ssrc (default: a random one per call). */
+  ssrc?: number;
+  /** Give every packet a one-byte (0xBEDE) header extension, as Discord's carry (default false). */
+  headerExtension?: boolean;
 }
 
 interface Session {
@@ -62,6 +108,8 @@ export interface FakeVoiceServerOptions {
   key: string;
   /** Opus-decode every packet (default true; benchmarks turn it off). */
   decode?: boolean;
+  /** What op 8 Hello announces (default 13 750 ms, as Discord). */
+  heartbeatIntervalMs?: number;
 }
 
 export interface FakeVoiceServerEvents {
@@ -82,19 +130,31 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
   readonly identifies: IdentifyPayload[] = [];
   /** Op 5 Speaking payloads from the bot. */
   readonly speakingUpdates: Array<{ speaking: number; ssrc: number }> = [];
-  /** Resume payloads (a reconnect that kept the session). */
+  /** Resumes that kept their session (a reconnect). */
   resumes = 0;
+  /** Every Resume payload, including refused ones. */
+  readonly resumeRecords: ResumeRecord[] = [];
+  readonly heartbeats: HeartbeatRecord[] = [];
+  /** Request URLs of the WebSockets accepted (path and query: `/?v=8`). */
+  readonly urls: string[] = [];
+  readonly socketCloses: SocketCloseRecord[] = [];
+  /** Datagrams from a known session that failed to decrypt (wrong key, nonce or tag). */
+  decryptFailures = 0;
   private readonly sessions = new Set<Session>();
   private readonly bySsrc = new Map<number, Session>();
+  /** The session each open WebSocket carries (a Resume moves one to a new socket). */
+  private readonly bySocket = new Map<WebSocket, Session>();
+  private readonly closedByServer = new WeakSet<WebSocket>();
 
   private constructor(
     private readonly https: Server,
     private readonly wss: WebSocketServer,
     private readonly udp: Socket,
     private readonly decode: boolean,
+    private readonly heartbeatIntervalMs: number,
   ) {
     super();
-    wss.on('connection', (ws) => this.onConnection(ws));
+    wss.on('connection', (ws, request) => this.onConnection(ws, request.url ?? ''));
     udp.on('message', (msg, rinfo) => this.onDatagram(msg, rinfo));
   }
 
@@ -106,7 +166,13 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     const udp = createSocket('udp4');
     udp.bind(0, '127.0.0.1');
     await once(udp, 'listening');
-    return new FakeVoiceServer(https, wss, udp, options.decode ?? true);
+    return new FakeVoiceServer(
+      https,
+      wss,
+      udp,
+      options.decode ?? true,
+      options.heartbeatIntervalMs ?? 13_750,
+    );
   }
 
   /** What a VOICE_SERVER_UPDATE carries; the library connects to `wss://<endpoint>?v=8`. */
@@ -141,14 +207,14 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
 
   /**
    * A member talking in the channel of `guildId`'s bot: op 5 Speaking, then one encrypted Opus packet
-   * per 20 ms of `pcm` (48 kHz interleaved stereo) at real-time pace.
+   * per 20 ms of `pcm` (48 kHz interleaved stereo; whole frames) at real-time pace.
    */
   async injectSpeech(
     guildId: string,
     userId: string,
     pcm: Int16Array,
-    options: { ssrc?: number } = {},
-  ): Promise<{ startedAt: number; endedAt: number }> {
+    options: InjectOptions = {},
+  ): Promise<{ startedAt: number; endedAt: number; frames: number }> {
     const session = [...this.sessions].find((s) => s.identify?.server_id === guildId && s.key && s.client);
     if (!session) throw new Error(`no ready session for guild ${guildId}`);
     const ssrc = options.ssrc ?? 90_000 + Math.floor(Math.random() * 1000);
@@ -170,35 +236,23 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
           Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength),
           FRAME_SAMPLES,
         );
-        const header = Buffer.alloc(12);
-        header[0] = 0x80;
-        header[1] = OPUS_PT;
-        header.writeUInt16BE(sequence, 2);
-        header.writeUInt32BE(timestamp >>> 0, 4);
-        header.writeUInt32BE(ssrc, 8);
+        nonce++;
+        const rtp = { sequence, timestamp, ssrc };
+        const packet = seal(session.key!, nonce, rtp, opus, options.headerExtension ?? false);
+        this.udp.send(packet, session.client!.port, session.client!.address);
         sequence = (sequence + 1) & 0xffff;
         timestamp = (timestamp + FRAME_SAMPLES) >>> 0;
-        nonce++;
-        const nonceBuffer = Buffer.alloc(12);
-        nonceBuffer.writeUInt32BE(nonce, 0);
-        const cipher = createCipheriv('aes-256-gcm', session.key!, nonceBuffer);
-        cipher.setAAD(header);
-        const body = Buffer.concat([cipher.update(opus), cipher.final(), cipher.getAuthTag()]);
-        this.udp.send(
-          Buffer.concat([header, body, nonceBuffer.subarray(0, 4)]),
-          session.client!.port,
-          session.client!.address,
-        );
       }
     } finally {
       encoder.delete();
     }
-    return { startedAt, endedAt: performance.now() };
+    return { startedAt, endedAt: performance.now(), frames };
   }
 
   /** Closes every bot's WebSocket with `code` (1006: dropped without a close frame). */
   closeSocket(code: number): void {
     for (const s of this.sessions) {
+      this.closedByServer.add(s.ws);
       if (code === 1006) s.ws.terminate();
       else s.ws.close(code);
     }
@@ -218,7 +272,8 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     await new Promise<void>((r) => this.udp.close(() => r()));
   }
 
-  private onConnection(ws: WebSocket): void {
+  private onConnection(ws: WebSocket, url: string): void {
+    this.urls.push(url);
     const session: Session = {
       ws,
       ssrc: nextSsrc++,
@@ -230,22 +285,26 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     };
     this.sessions.add(session);
     this.bySsrc.set(session.ssrc, session);
+    this.bySocket.set(ws, session);
     this.emit('connection');
     ws.on('error', () => undefined);
-    ws.on('close', () => {
-      this.sessions.delete(session);
-      session.decoder?.delete();
-      session.decoder = undefined;
+    ws.on('close', (code) => {
+      // The session this socket carries now: its own, or the one it resumed.
+      const current = this.bySocket.get(ws) ?? session;
+      this.bySocket.delete(ws);
+      this.sessions.delete(current);
+      current.decoder?.delete();
+      current.decoder = undefined;
+      this.socketCloses.push({ code, byServer: this.closedByServer.has(ws) });
     });
     ws.on('message', (data, isBinary) => {
       if (isBinary) return; // DAVE's binary opcodes: not offered here
-      const text = Buffer.isBuffer(data)
-        ? data.toString('utf8')
-        : Buffer.concat(data as Buffer[]).toString('utf8');
-      const packet = JSON.parse(text) as { op: number; d: Record<string, unknown> };
-      this.onOp(session, packet.op, packet.d);
+      const current = this.bySocket.get(ws);
+      if (!current) return;
+      const packet = parseOp(data);
+      this.onOp(current, packet.op, packet.d);
     });
-    this.send(session, { op: 8, d: { heartbeat_interval: 13_750 } });
+    this.send(session, { op: 8, d: { heartbeat_interval: this.heartbeatIntervalMs } });
   }
 
   private onOp(session: Session, op: number, d: Record<string, unknown>): void {
@@ -283,6 +342,7 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
       }
       case 3:
         // Heartbeat
+        this.heartbeats.push({ at: performance.now(), t: Number(d['t']), seq_ack: Number(d['seq_ack']) });
         this.send(session, { op: 6, d: { t: d['t'] } });
         return;
       case 5:
@@ -293,6 +353,13 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
         const previous = [...this.bySsrc.values()].find(
           (s) => s !== session && s.identify?.session_id === d['session_id'] && s.key,
         );
+        this.resumeRecords.push({
+          server_id: String(d['server_id']),
+          session_id: String(d['session_id']),
+          token: String(d['token']),
+          seq_ack: Number(d['seq_ack']),
+          lastSeqSent: previous?.seq ?? Number.NaN,
+        });
         if (!previous) {
           session.ws.close(4006, 'session no longer valid');
           return;
@@ -301,15 +368,9 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
         this.sessions.delete(session);
         this.bySsrc.delete(session.ssrc);
         const resumed: Session = { ...previous, ws: session.ws, decoder: undefined };
-        session.ws.removeAllListeners('message');
-        session.ws.removeAllListeners('close');
-        session.ws.on('close', () => this.sessions.delete(resumed));
-        session.ws.on('message', (data) => {
-          const packet = parseOp(data);
-          this.onOp(resumed, packet.op, packet.d);
-        });
         this.sessions.add(resumed);
         this.bySsrc.set(resumed.ssrc, resumed);
+        this.bySocket.set(session.ws, resumed);
         this.send(resumed, { op: 9, d: null });
         return;
       }
@@ -338,21 +399,18 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
       this.udp.send(reply, rinfo.port, rinfo.address);
       return;
     }
-    if (msg.length <= 8) return; // keep-alive
+    if (msg.length < 12 + TAG_BYTES + NONCE_BYTES) return; // keep-alive
     const ssrc = msg.readUInt32BE(8);
     const session = this.bySsrc.get(ssrc);
     if (!session?.key) return;
     const arrivalMs = performance.now();
-    const headerSize = 12 + ((msg[0]! >> 4) & 1 ? 4 : 0);
-    const nonce = Buffer.alloc(12);
-    msg.copy(nonce, 0, msg.length - 4);
-    const decipher = createDecipheriv('aes-256-gcm', session.key, nonce);
-    decipher.setAAD(msg.subarray(0, headerSize));
-    decipher.setAuthTag(msg.subarray(msg.length - 20, msg.length - 4));
-    const opus = Buffer.concat([
-      decipher.update(msg.subarray(headerSize, msg.length - 20)),
-      decipher.final(),
-    ]);
+    let opus: Buffer;
+    try {
+      opus = open(session.key, msg);
+    } catch {
+      this.decryptFailures++;
+      return;
+    }
     const silence = opus.equals(SILENCE);
     let pcm: Int16Array | undefined;
     if (this.decode) {
@@ -374,11 +432,77 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
   }
 }
 
+/** A 12-byte AES-GCM nonce: the 32-bit counter big-endian first, zeros after (as the library does). */
+function gcmNonce(counter: number): Buffer {
+  const nonce = Buffer.alloc(12);
+  nonce.writeUInt32BE(counter >>> 0, 0);
+  return nonce;
+}
+
+/**
+ * An rtpsize AES-256-GCM packet's Opus payload. The unencrypted part is the 12-byte RTP header, its
+ * CSRCs and, when the X bit is set, the 4-byte extension preamble (together the AAD); the extension
+ * body is encrypted with the payload and dropped after decryption. Throws when it does not decrypt.
+ */
+function open(key: Buffer, msg: Buffer): Buffer {
+  const first = msg[0]!;
+  const hasExtension = (first & 0x10) !== 0;
+  const hasPadding = (first & 0x20) !== 0;
+  let aadEnd = 12 + 4 * (first & 0x0f);
+  const extensionWords = hasExtension ? msg.readUInt16BE(aadEnd + 2) : 0;
+  if (hasExtension) aadEnd += 4;
+  const nonceStart = msg.length - NONCE_BYTES;
+  const tagStart = nonceStart - TAG_BYTES;
+  const decipher = createDecipheriv('aes-256-gcm', key, gcmNonce(msg.readUInt32BE(nonceStart)));
+  decipher.setAAD(msg.subarray(0, aadEnd));
+  decipher.setAuthTag(msg.subarray(tagStart, nonceStart));
+  let plain = Buffer.concat([decipher.update(msg.subarray(aadEnd, tagStart)), decipher.final()]);
+  if (hasPadding) plain = plain.subarray(0, plain.length - plain[plain.length - 1]!);
+  return plain.subarray(4 * extensionWords);
+}
+
+/**
+ * The inverse of `open`, as Discord sends a member's audio: with `extension`, a 0xBEDE header
+ * extension of one word (element id 1, one byte of data: an audio level, then padding).
+ */
+function seal(
+  key: Buffer,
+  nonce: number,
+  rtp: { sequence: number; timestamp: number; ssrc: number },
+  opus: Buffer,
+  extension: boolean,
+): Buffer {
+  const header = Buffer.alloc(extension ? 16 : 12);
+  header[0] = extension ? 0x90 : 0x80;
+  header[1] = OPUS_PT;
+  header.writeUInt16BE(rtp.sequence, 2);
+  header.writeUInt32BE(rtp.timestamp >>> 0, 4);
+  header.writeUInt32BE(rtp.ssrc, 8);
+  if (extension) {
+    header.writeUInt16BE(EXTENSION_PROFILE, 12);
+    header.writeUInt16BE(1, 14);
+  }
+  const body = extension ? Buffer.concat([Buffer.from([0x10, 0x7f, 0, 0]), opus]) : opus;
+  const nonceBuffer = gcmNonce(nonce);
+  const cipher = createCipheriv('aes-256-gcm', key, nonceBuffer);
+  cipher.setAAD(header);
+  const sealed = Buffer.concat([cipher.update(body), cipher.final(), cipher.getAuthTag()]);
+  return Buffer.concat([header, sealed, nonceBuffer.subarray(0, NONCE_BYTES)]);
+}
+
 export interface GatewayIds {
   guildId: string;
   /** The bot's user id. */
   userId: string;
+  /** The main gateway session id (default: random). */
   sessionId?: string;
+  /** The voice token a VOICE_SERVER_UPDATE carries (default 'voice-token'). */
+  token?: string;
+}
+
+/** When the gateway's updates follow an event: 0 (default) in the same tick, else `afterMs` later. */
+export interface UpdateTiming {
+  afterMs?: number;
 }
 
 /**
@@ -389,25 +513,32 @@ export class FakeMainGateway {
   /** Op 4 payloads the library sent. */
   readonly sent: Array<{
     op: number;
-    d: { guild_id: string; channel_id: string | null; self_deaf: boolean };
+    d: { guild_id: string; channel_id: string | null; self_deaf: boolean; self_mute: boolean };
   }> = [];
   /** false: the shard is down and payloads cannot be sent. */
   available = true;
   /** Whether to answer joins (false: the voice server never comes, the join times out). */
   answer = true;
+  /** Whether the library has destroyed its adapter (the connection was destroyed). */
+  adapterDestroyed = false;
+  /** The main gateway session id the voice states carry (the bot identifies with it). */
+  readonly sessionId: string;
+  /** The voice token the voice server updates carry. */
+  readonly token: string;
   private methods: DiscordGatewayAdapterLibraryMethods | undefined;
   private channelId: string | null = null;
-  private readonly sessionId: string;
 
   constructor(
     private server: FakeVoiceServer,
     private readonly ids: GatewayIds,
   ) {
     this.sessionId = ids.sessionId ?? randomBytes(16).toString('hex');
+    this.token = ids.token ?? 'voice-token';
   }
 
   readonly adapterCreator: DiscordGatewayAdapterCreator = (methods) => {
     this.methods = methods;
+    this.adapterDestroyed = false;
     return {
       sendPayload: (payload: unknown) => {
         if (!this.available) return false;
@@ -418,6 +549,7 @@ export class FakeMainGateway {
       },
       destroy: () => {
         this.methods = undefined;
+        this.adapterDestroyed = true;
       },
     };
   };
@@ -434,24 +566,37 @@ export class FakeMainGateway {
     this.server.closeSocket(4014);
   }
 
-  /** Someone moves the bot to another channel: 4014, then new updates, as Discord does. */
-  move(channelId: string): void {
+  /**
+   * Someone moves the bot to another channel: 4014, then new updates, as Discord does. With `afterMs`,
+   * the updates come that much later, so the library sees the 4014 first (Disconnected).
+   */
+  move(channelId: string, timing: UpdateTiming = {}): void {
     this.server.closeSocket(4014);
-    this.channelId = channelId;
-    this.stateUpdate(channelId);
-    this.serverUpdate(this.server.endpoint);
+    this.later(timing, () => {
+      this.channelId = channelId;
+      this.stateUpdate(channelId);
+      this.serverUpdate(this.server.endpoint);
+    });
   }
 
-  /** A region change: the endpoint goes away, then another voice server is given. */
-  changeEndpoint(next: FakeVoiceServer): void {
+  /**
+   * A region change: the endpoint goes away, then another voice server is given (`afterMs` later, so
+   * the library's Disconnected state can be seen in between).
+   */
+  changeEndpoint(next: FakeVoiceServer, timing: UpdateTiming = {}): void {
     this.serverUpdate(null);
     this.server = next;
-    this.serverUpdate(next.endpoint);
+    this.later(timing, () => this.serverUpdate(next.endpoint));
   }
 
   /** The shard went away: discord.js destroys its adapters. */
   destroyAdapter(): void {
     this.methods?.destroy();
+  }
+
+  private later({ afterMs = 0 }: UpdateTiming, fn: () => void): void {
+    if (afterMs > 0) setTimeout(fn, afterMs);
+    else fn();
   }
 
   private onPayload(p: FakeMainGateway['sent'][number]): void {
@@ -479,7 +624,7 @@ export class FakeMainGateway {
   private serverUpdate(endpoint: string | null): void {
     this.methods?.onVoiceServerUpdate({
       guild_id: this.ids.guildId,
-      token: 'voice-token',
+      token: this.token,
       endpoint,
     });
   }
