@@ -11,7 +11,8 @@ RUN npm run build
 # Runtime stage: production dependencies and the build only.
 FROM node:24-bookworm-slim
 # Listening beyond loopback: pass CONTROL_TOKEN and MEDIA_STREAM_TOKEN (or TWILIO_AUTH_TOKEN for a
-# Twilio-only deployment) with `docker run -e`, or voxbridge refuses to start and says so.
+# Twilio-only deployment) with `docker run -e`, or voxbridge refuses to start and says so. The Discord
+# bot runs when DISCORD_TOKEN is passed the same way.
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
