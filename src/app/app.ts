@@ -22,6 +22,7 @@ import { PhraseCache } from '../speaker/phrase-cache.js';
 import { SpeechClient } from '../speech/client.js';
 import { SCOPES, type LoadedConfig } from './config.js';
 import { sendJson, type RouteHandler } from './http.js';
+import { VoxbridgeMetrics } from './metrics.js';
 
 export const SPEECH_MOUNT = '/api/speech';
 /** Sink rates in use: G.711 phones, wideband phones (L16 16 kHz), Discord. */
@@ -39,6 +40,7 @@ export interface App {
   readonly calls: MediaStreamServer;
   /** Discord voice in every guild (driven by the bot and by the control API at `/discord`). */
   readonly discord: DiscordGuilds;
+  readonly metrics: VoxbridgeMetrics;
   /** The bot, once logged in (only when DISCORD_TOKEN is set). */
   readonly discordBot: () => DiscordBot | undefined;
   close(): Promise<void>;
@@ -201,6 +203,11 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   });
   mounts.push({ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) });
 
+  const metrics = new VoxbridgeMetrics({
+    activeCalls: () => calls.list().length,
+    activeGuilds: () => discord.list().length,
+    engineQueueDepth: () => service?.engineQueueDepth,
+  });
   const discord = new DiscordGuilds({
     settings: {
       ...config.discord,
@@ -238,6 +245,9 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       ...(secrets.discordToken ? { adapterCreator: (guildId: string) => bot?.adapterCreator(guildId) } : {}),
     }),
   });
+  discord.on('joined', (voice) => metrics.watchGuild(voice));
+  calls.onCall((call) => metrics.watchCall(call));
+  mounts.push({ prefix: '/metrics', handler: metrics.handler(secrets.controlToken) });
   if (secrets.discordToken) {
     const ms = await warmDiscordAudio();
     logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');
@@ -274,6 +284,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     generatedApiKey,
     calls,
     discord,
+    metrics,
     discordBot: () => bot,
     async close() {
       ready = false;
