@@ -8,6 +8,9 @@ import { DiscordBot } from '../../adapters/discord/bot.js';
 import { discordControlApi } from '../../adapters/discord/control-api.js';
 import { warmDiscordAudio } from '../../adapters/discord/discord-sink.js';
 import { DiscordGuilds } from '../../adapters/discord/guilds.js';
+import type { GuildVoice } from '../../adapters/discord/guild-voice.js';
+import type { Call } from '../../adapters/media-stream/call.js';
+import type { CallEvent } from '../../adapters/media-stream/call-events.js';
 import { bargeInDetectors } from '../../adapters/media-stream/barge-in.js';
 import { controlApi } from '../../adapters/media-stream/control-api.js';
 import { PROTOCOLS } from '../../adapters/media-stream/protocols/index.js';
@@ -245,8 +248,14 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       ...(secrets.discordToken ? { adapterCreator: (guildId: string) => bot?.adapterCreator(guildId) } : {}),
     }),
   });
-  discord.on('joined', (voice) => metrics.watchGuild(voice));
-  calls.onCall((call) => metrics.watchCall(call));
+  discord.on('joined', (voice) => {
+    metrics.watchGuild(voice);
+    logGuildEvents(voice, logger.child({ part: 'discord', guildId: voice.guildId }));
+  });
+  calls.onCall((call) => {
+    metrics.watchCall(call);
+    logCallEvents(call, logger.child({ part: 'calls', callId: call.id }));
+  });
   mounts.push({ prefix: '/metrics', handler: metrics.handler(secrets.controlToken) });
   if (secrets.discordToken) {
     const ms = await warmDiscordAudio();
@@ -298,4 +307,42 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       await service?.close();
     },
   };
+}
+
+/** One log line per call event (the control API's event stream), with the call's id. */
+function logCallEvents(call: Call, logger: Logger): void {
+  const onEvent = (event: CallEvent): void => {
+    const { seq: _seq, at: _at, callId: _callId, type, ...fields } = event;
+    logger.info(fields, type);
+    if (type === 'call.ended') call.off('event', onEvent);
+  };
+  call.on('event', onEvent);
+}
+
+/** One log line per utterance start and end, and per barge-in, with the guild's id. */
+function logGuildEvents(voice: GuildVoice, logger: Logger): void {
+  voice.speaker.on('utteranceStart', ({ id }) => logger.info({ utteranceId: id }, 'utterance.started'));
+  voice.speaker.on('utteranceEnd', ({ id, result }) =>
+    logger.info(
+      {
+        utteranceId: id,
+        status: result.status,
+        playedMs: result.playedMs,
+        firstByteMs: result.metrics.firstByteMs,
+        underruns: result.metrics.underruns,
+        ...(result.error === undefined ? {} : { err: result.error }),
+      },
+      'utterance.finished',
+    ),
+  );
+  voice.on('bargeIn', (e) =>
+    logger.info(
+      {
+        userId: e.userId,
+        interrupted: e.interrupted,
+        afterMs: Math.round(e.decidedAtMs - e.speakingSinceMs),
+      },
+      'barge-in',
+    ),
+  );
 }

@@ -1,0 +1,111 @@
+/**
+ * Secrets never reach the log, at any level: the app runs at trace level with every secret set and is
+ * used the way clients use it (speech with both key headers, the control API's bearer token, a
+ * gateway connecting with the media token in its query and its path, wrong keys), and the whole log
+ * is searched for every secret.
+ */
+import { PassThrough } from 'node:stream';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApp, type App } from '../../src/app/app.js';
+import { loadConfig } from '../../src/app/config.js';
+import { createLogger } from '../../src/app/logger.js';
+import { FakeTwilio } from '../helpers/gateways/twilio.js';
+
+const SECRETS = {
+  SPEECH_API_KEY: 'secret-speech-key-7f3a9c2e5b1d',
+  CONTROL_TOKEN: 'secret-control-token-4e8b2a6c',
+  MEDIA_STREAM_TOKEN: 'secret-media-token-9d1f3b7a',
+  DISCORD_TOKEN: 'MTAwMDAwMDAwMDAwMDAwMDAx.GsecrT.discord-secret-token-5c2e8a',
+};
+
+let app: App;
+let dir: string;
+let log = '';
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'voxbridge-redaction-'));
+  const out = new PassThrough();
+  out.on('data', (d: Buffer) => (log += d.toString()));
+  // No IVR flow: calls only say what the control API asks.
+  const overlay = join(dir, 'config.json');
+  await writeFile(overlay, JSON.stringify({ calls: { defaultFlow: null } }));
+  const loaded = loadConfig({
+    VOXBRIDGE_CONFIG: overlay,
+    PORT: '0',
+    DATA_DIR: dir,
+    LOG_LEVEL: 'trace',
+    ...SECRETS,
+  });
+  app = await startApp(loaded, { logger: createLogger('trace', out) });
+});
+afterAll(async () => {
+  await app.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the log', () => {
+  it('carries no key or token at trace level, whatever the requests carried', async () => {
+    const api = `${app.url}/api/speech`;
+    const speech = (headers: Record<string, string>): Promise<Response> =>
+      fetch(`${api}/v1/text-to-speech/voxbridge-default/stream?output_format=pcm_24000`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ text: 'A secret is safe here.' }),
+      });
+    expect((await speech({ 'xi-api-key': SECRETS.SPEECH_API_KEY })).status).toBe(200);
+    expect((await speech({ 'ServicePlatform-APIKey': SECRETS.SPEECH_API_KEY })).status).toBe(200);
+    expect((await speech({ 'xi-api-key': `${SECRETS.SPEECH_API_KEY}-wrong` })).status).toBe(401);
+
+    const bearer = { authorization: `Bearer ${SECRETS.CONTROL_TOKEN}` };
+    expect((await fetch(`${app.url}/calls`, { headers: bearer })).status).toBe(200);
+    expect((await fetch(`${app.url}/metrics`, { headers: bearer })).status).toBe(200);
+    expect((await fetch(`${app.url}/discord/guilds`, { headers: bearer })).status).toBe(200);
+    expect((await fetch(`${app.url}/calls`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(
+      401,
+    );
+
+    // Gateways carrying the media token in the query and in the path; then a call that speaks.
+    const ws = app.url.replace('http:', 'ws:');
+    for (const url of [
+      `${ws}/media/twilio?token=${SECRETS.MEDIA_STREAM_TOKEN}`,
+      `${ws}/media/twilio/${SECRETS.MEDIA_STREAM_TOKEN}`,
+    ]) {
+      const g = new FakeTwilio(url);
+      await g.start();
+      await g.until(() => app.calls.get(g.callSid)?.state.status === 'active', 5000, 'the call');
+      const said = await fetch(`${app.url}/calls/${g.callSid}/say`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: 'Hello.' }),
+      });
+      expect(said.status).toBe(200);
+      await g.close();
+    }
+    const refused = new FakeTwilio(`${ws}/media/twilio?token=wrong-${SECRETS.MEDIA_STREAM_TOKEN}`);
+    await expect(refused.start()).rejects.toThrow();
+
+    await new Promise((r) => setTimeout(r, 200));
+    // Trace level really logged: one line per call event, with the call's id.
+    const lines = log
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.filter((l) => l['msg'] === 'call.started' && typeof l['callId'] === 'string')).toHaveLength(
+      2,
+    );
+    expect(
+      lines.filter(
+        (l) => l['msg'] === 'utterance.finished' && (l['result'] as { status?: string }).status === 'played',
+      ),
+    ).toHaveLength(2);
+    expect(lines.some((l) => l['msg'] === 'media stream refused')).toBe(true);
+    for (const [name, value] of Object.entries(SECRETS)) {
+      expect(log.includes(value), `${name} in the log`).toBe(false);
+    }
+    // Not even a recognisable part of the Discord token (its last segment is the secret one).
+    expect(log.includes(SECRETS.DISCORD_TOKEN.split('.')[2]!)).toBe(false);
+  });
+});
