@@ -21,11 +21,25 @@ export const REDACT_PATHS = [
   '*.headers.authorization',
 ];
 
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
+/**
+ * JSON lines (one per event), or colourised lines when stdout is a terminal and no destination is
+ * given (`LOG_FORMAT=json` keeps JSON in a terminal too). Redaction applies to both.
+ */
+export function createLogger(
+  level: string,
+  destination?: NodeJS.WritableStream,
+  pretty: boolean = !destination && process.stdout.isTTY === true && process.env['LOG_FORMAT'] !== 'json',
+): Logger {
   const options = {
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: { name: 'voxbridge' },
   };
-  return destination ? pino(options, destination as pino.DestinationStream) : pino(options);
+  if (destination) return pino(options, destination as pino.DestinationStream);
+  if (pretty)
+    return pino(
+      options,
+      pino.transport({ target: 'pino-pretty', options: { colorize: true, translateTime: 'HH:MM:ss.l' } }),
+    );
+  return pino(options);
 }
