@@ -184,9 +184,23 @@ export class MediaStreamServer {
   }
 
   /** Ends every call (the process is stopping) and stops accepting new ones. */
-  async close(): Promise<void> {
+  /** Refuses new connections (shutting down); calls already connected go on. */
+  stopAccepting(): void {
     this.options.server.off('upgrade', this.onUpgrade);
-    for (const call of this.calls) call.end('server shutting down');
+  }
+
+  /** Whether any call is speaking or has speech queued. */
+  get speaking(): boolean {
+    for (const call of this.calls) if (call.speaker?.audible || (call.speaker?.queued ?? 0) > 0) return true;
+    return false;
+  }
+
+  /** Hangs up every call the gateway's way (its hang-up message where it has one), then closes. */
+  async close(): Promise<void> {
+    this.stopAccepting();
+    await Promise.all(
+      [...this.calls].map((call) => call.hangup().catch(() => call.end('server shutting down'))),
+    );
     for (const ws of this.wss.clients) ws.close(CLOSE.goingAway, 'server shutting down');
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     for (const ws of this.wss.clients) ws.terminate();

@@ -46,7 +46,11 @@ export interface App {
   readonly metrics: VoxbridgeMetrics;
   /** The bot, once logged in (only when DISCORD_TOKEN is set). */
   readonly discordBot: () => DiscordBot | undefined;
-  close(): Promise<void>;
+  /**
+   * Stops accepting, lets what is being said finish for up to `graceMs` (default 0), then interrupts
+   * it, hangs up every call, leaves Discord voice and closes the speech service.
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
 }
 
 export interface StartOptions {
@@ -295,8 +299,13 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     discord,
     metrics,
     discordBot: () => bot,
-    async close() {
+    async close({ graceMs = 0 } = {}) {
       ready = false;
+      calls.stopAccepting();
+      const busy = (): boolean =>
+        calls.speaking || discord.list().some((v) => v.speaker.audible || v.speaker.queued > 0);
+      const deadline = performance.now() + graceMs;
+      while (busy() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       await botStarting;
       await discord.close();
       await bot?.close();

@@ -79,6 +79,8 @@ export const configSchema = z.strictObject({
   server: z.strictObject({
     host: z.string().min(1),
     port: z.coerce.number().int().min(0).max(65_535),
+    /** On SIGTERM/SIGINT, how long speech under way may go on before it is cut (ms). */
+    shutdownGraceMs: z.number().int().min(0).max(120_000),
   }),
   dataDir: z.string().min(1),
   logLevel: z.enum(LOG_LEVELS),

@@ -27,10 +27,13 @@ async function main(): Promise<void> {
   }
   let stopping = false;
   const stop = (signal: string): void => {
-    if (stopping) process.exit(1);
+    if (stopping) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
-    app.close().then(
+    logger.info({ signal, graceMs: loaded.config.server.shutdownGraceMs }, 'shutting down');
+    app.close({ graceMs: loaded.config.server.shutdownGraceMs }).then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

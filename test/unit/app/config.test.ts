@@ -14,7 +14,7 @@ async function overlay(text: string): Promise<string> {
 describe('loadConfig', () => {
   it('has working defaults', () => {
     const { config, secrets } = loadConfig({});
-    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080, shutdownGraceMs: 10_000 });
     expect(config.dataDir).toBe('./data');
     expect(config.speech.baseUrl).toBeNull();
     expect(secrets.speechApiKey).toBeUndefined();
@@ -32,7 +32,7 @@ describe('loadConfig', () => {
       MEDIA_STREAM_TOKEN: 'media-token',
       CONTROL_TOKEN: 'control-token',
     });
-    expect(config.server).toEqual({ host: '0.0.0.0', port: 9100 });
+    expect(config.server).toEqual({ host: '0.0.0.0', port: 9100, shutdownGraceMs: 10_000 });
     expect(config.logLevel).toBe('debug');
     expect(config.speech.maxRetries).toBe(5);
     expect(config.speech.authHeader).toBe('ServicePlatform-APIKey');
