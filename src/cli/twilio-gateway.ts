@@ -1,0 +1,237 @@
+/**
+ * The gateway's end of a Twilio Media Stream (`<Connect><Stream>`), as Twilio speaks it: JSON text
+ * messages, `connected` then `start` (callSid, streamSid, mu-law 8 kHz, customParameters), caller
+ * audio as `media` (numbers as strings, `timestamp` in ms since the stream began), `dtmf`, marks
+ * echoed back, `stop` to hang up. From the server it takes `media`, `mark` and `clear`.
+ */
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import WebSocket from 'ws';
+import { CliError } from './args.js';
+
+export interface TwilioGatewayOptions {
+  /** `ws://host:port/media/twilio` */
+  url: string;
+  /** MEDIA_STREAM_TOKEN, sent as `Authorization: Bearer`. */
+  token: string | undefined;
+  callSid: string;
+  streamSid: string;
+  /** `<Parameter>`s of the TwiML: `flow`, … */
+  parameters: Record<string, string>;
+}
+
+export interface TwilioGatewayEvents {
+  media: [bytes: Uint8Array];
+  mark: [name: string];
+  clear: [];
+  closed: [code: number, reason: string];
+}
+
+const ACCOUNT_SID = 'AC' + '0'.repeat(32);
+const BYTES_PER_MS = 8;
+const CONNECT_TIMEOUT_MS = 10_000;
+const CLOSE_WAIT_MS = 2000;
+
+/** A Twilio-style id: a prefix and 32 hex digits. */
+export function twilioSid(prefix: 'CA' | 'MZ'): string {
+  return prefix + randomBytes(16).toString('hex');
+}
+
+async function responseBody(res: IncomingMessage): Promise<string> {
+  let text = '';
+  for await (const chunk of res) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length > 2000) break;
+  }
+  try {
+    const parsed = JSON.parse(text) as { error?: unknown };
+    if (typeof parsed.error === 'string') return parsed.error;
+  } catch {
+    // not JSON: the text itself
+  }
+  return text.trim().slice(0, 300);
+}
+
+function connectError(url: string, error: Error): CliError {
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ECONNREFUSED')
+    return new CliError(`no media-stream server at ${url}: start one with \`npm start\` (or pass --url)`);
+  return new CliError(`cannot connect to ${url}: ${error.message}`);
+}
+
+async function refusedError(url: string, res: IncomingMessage): Promise<CliError> {
+  const status = res.statusCode ?? 0;
+  const why = await responseBody(res).catch(() => '');
+  const detail = why ? `: ${why}` : '';
+  if (status === 401 || status === 403)
+    return new CliError(
+      `the server refused the media stream (${status}${detail}); check --token or MEDIA_STREAM_TOKEN`,
+    );
+  if (status === 404) return new CliError(`no media endpoint at ${url} (404${detail})`);
+  return new CliError(`the server answered ${status} instead of opening the media stream${detail}`);
+}
+
+export class TwilioGateway extends EventEmitter<TwilioGatewayEvents> {
+  readonly #ws: WebSocket;
+  readonly #o: TwilioGatewayOptions;
+  #seq = 0;
+  #chunk = 0;
+  #inboundBytes = 0;
+  readonly #closed: Promise<void>;
+  #closeInfo: { code: number; reason: string } | undefined;
+
+  private constructor(ws: WebSocket, options: TwilioGatewayOptions) {
+    super();
+    this.#ws = ws;
+    this.#o = options;
+    this.#closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => {
+        this.#closeInfo = { code, reason: reason.toString('utf8') };
+        this.emit('closed', code, this.#closeInfo.reason);
+        resolve();
+      });
+    });
+    ws.on('error', () => undefined); // a close follows, which is what we report
+    ws.on('message', (data: Buffer, isBinary) => {
+      if (!isBinary) this.#onText(data.toString('utf8'));
+    });
+  }
+
+  /** Opens the WebSocket; a refusal or an absent server is a `CliError` saying so. */
+  static async connect(options: TwilioGatewayOptions): Promise<TwilioGateway> {
+    const headers: Record<string, string> = {};
+    if (options.token) headers['authorization'] = `Bearer ${options.token}`;
+    const ws = new WebSocket(options.url, {
+      headers,
+      handshakeTimeout: CONNECT_TIMEOUT_MS,
+      perMessageDeflate: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      let refused = false;
+      ws.once('open', () => resolve());
+      ws.once('unexpected-response', (req, res) => {
+        refused = true;
+        refusedError(options.url, res)
+          .then(reject, reject)
+          .finally(() => req.destroy());
+      });
+      // Stays on, so a late error cannot go unhandled; after a refusal, the refusal is the news.
+      ws.on('error', (error) => {
+        if (!refused) reject(connectError(options.url, error));
+      });
+    });
+    return new TwilioGateway(ws, options);
+  }
+
+  /** How the socket closed, once it has (a `closed` event may have gone before anyone listened). */
+  get closeInfo(): { code: number; reason: string } | undefined {
+    return this.#closeInfo;
+  }
+
+  get open(): boolean {
+    return this.#ws.readyState === WebSocket.OPEN;
+  }
+
+  /** What Twilio sends once the call's stream starts. */
+  start(): void {
+    this.#send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+    this.#send({
+      event: 'start',
+      sequenceNumber: this.#next(),
+      start: {
+        accountSid: ACCOUNT_SID,
+        streamSid: this.#o.streamSid,
+        callSid: this.#o.callSid,
+        tracks: ['inbound'],
+        customParameters: this.#o.parameters,
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+      },
+      streamSid: this.#o.streamSid,
+    });
+  }
+
+  /** The caller's audio (mu-law 8 kHz), one media message. */
+  sendAudio(payload: Uint8Array): void {
+    this.#send({
+      event: 'media',
+      sequenceNumber: this.#next(),
+      media: {
+        track: 'inbound',
+        chunk: String(++this.#chunk),
+        timestamp: String(Math.round(this.#inboundBytes / BYTES_PER_MS)),
+        payload: Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('base64'),
+      },
+      streamSid: this.#o.streamSid,
+    });
+    this.#inboundBytes += payload.length;
+  }
+
+  /** A mark whose audio has played, echoed back. */
+  returnMark(name: string): void {
+    this.#send({ event: 'mark', sequenceNumber: this.#next(), streamSid: this.#o.streamSid, mark: { name } });
+  }
+
+  dtmf(digit: string): void {
+    this.#send({
+      event: 'dtmf',
+      streamSid: this.#o.streamSid,
+      sequenceNumber: this.#next(),
+      dtmf: { track: 'inbound_track', digit },
+    });
+  }
+
+  /** The caller hangs up: `stop`, then the socket closes. */
+  async hangup(): Promise<void> {
+    if (this.open) {
+      this.#send({
+        event: 'stop',
+        sequenceNumber: this.#next(),
+        streamSid: this.#o.streamSid,
+        stop: { accountSid: ACCOUNT_SID, callSid: this.#o.callSid },
+      });
+      this.#ws.close(1000, 'caller hung up');
+    }
+    await this.closed();
+  }
+
+  /** Resolves once the socket is closed (terminated if the server does not answer the close). */
+  async closed(): Promise<void> {
+    if (this.#ws.readyState === WebSocket.CLOSED) return;
+    const timer = setTimeout(() => this.#ws.terminate(), CLOSE_WAIT_MS);
+    await this.#closed;
+    clearTimeout(timer);
+  }
+
+  #next(): string {
+    return String(++this.#seq);
+  }
+
+  #send(message: unknown): void {
+    if (this.open) this.#ws.send(JSON.stringify(message));
+  }
+
+  #onText(text: string): void {
+    let msg: { event?: unknown; media?: { payload?: unknown }; mark?: { name?: unknown } };
+    try {
+      msg = JSON.parse(text) as typeof msg;
+    } catch {
+      return;
+    }
+    switch (msg.event) {
+      case 'media':
+        if (typeof msg.media?.payload === 'string')
+          this.emit('media', new Uint8Array(Buffer.from(msg.media.payload, 'base64')));
+        return;
+      case 'mark':
+        if (typeof msg.mark?.name === 'string') this.emit('mark', msg.mark.name);
+        return;
+      case 'clear':
+        this.emit('clear');
+        return;
+      default:
+        // Nothing else comes from a media-stream server.
+        return;
+    }
+  }
+}
