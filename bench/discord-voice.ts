@@ -23,6 +23,7 @@ import {
   FakeMainGateway,
   FakeVoiceServer,
   type ReceivedPacket,
+  loudVoice,
 } from '../test/helpers/discord/voice-server.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
@@ -124,21 +125,6 @@ async function benchFirstPacket(app: App): Promise<void> {
   } finally {
     await r.close();
   }
-}
-
-/** 48 kHz stereo: a loud buzz with harmonics standing in for a member's voice. */
-function loudVoice(ms: number): Int16Array {
-  const n = (48_000 * ms) / 1000;
-  const out = new Int16Array(n * 2);
-  for (let i = 0; i < n; i++) {
-    const t = i / 48_000;
-    const v =
-      6000 * Math.sin(2 * Math.PI * 180 * t) +
-      3000 * Math.sin(2 * Math.PI * 360 * t) +
-      1500 * Math.sin(2 * Math.PI * 720 * t);
-    out[2 * i] = out[2 * i + 1] = Math.round(v);
-  }
-  return out;
 }
 
 /** The speech client, noting when the speaker aborts a request (the HTTP stream is cancelled then). */

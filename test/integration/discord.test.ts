@@ -16,6 +16,7 @@ import {
   FakeVoiceServer,
   testTls,
   type ReceivedPacket,
+  loudVoice,
 } from '../helpers/discord/voice-server.js';
 
 const GUILD = '100000000000000001';
@@ -450,18 +451,3 @@ describe('slash commands and the control API, joined for real', () => {
     }
   });
 });
-
-/** 48 kHz stereo "voice": a loud 180 Hz buzz with harmonics, `ms` long. */
-function loudVoice(ms: number): Int16Array {
-  const n = (48_000 * ms) / 1000;
-  const out = new Int16Array(n * 2);
-  for (let i = 0; i < n; i++) {
-    const t = i / 48_000;
-    const v =
-      6000 * Math.sin(2 * Math.PI * 180 * t) +
-      3000 * Math.sin(2 * Math.PI * 360 * t) +
-      1500 * Math.sin(2 * Math.PI * 720 * t);
-    out[2 * i] = out[2 * i + 1] = Math.round(v);
-  }
-  return out;
-}

@@ -641,3 +641,18 @@ export function testTls(): { cert: string; key: string } {
 function readPem(path: string): string {
   return readFileSync(path, 'utf8');
 }
+
+/** A member's "voice" for barge-in: a loud 180 Hz buzz with two harmonics, 48 kHz stereo, `ms` long. */
+export function loudVoice(ms: number): Int16Array {
+  const n = (48_000 * ms) / 1000;
+  const out = new Int16Array(n * 2);
+  for (let i = 0; i < n; i++) {
+    const t = i / 48_000;
+    const v =
+      6000 * Math.sin(2 * Math.PI * 180 * t) +
+      3000 * Math.sin(2 * Math.PI * 360 * t) +
+      1500 * Math.sin(2 * Math.PI * 720 * t);
+    out[2 * i] = out[2 * i + 1] = Math.round(v);
+  }
+  return out;
+}
