@@ -58,7 +58,14 @@ function presentedTokens(req: IncomingMessage, url: URL, pathToken: string | und
   if (telnyx) tokens.push(telnyx);
   const query = url.searchParams.get('token');
   if (query) tokens.push(query);
-  if (pathToken) tokens.push(decodeURIComponent(pathToken));
+  if (pathToken) {
+    // A malformed escape (`%zz`) is no token at all: refused, never an exception in the upgrade.
+    try {
+      tokens.push(decodeURIComponent(pathToken));
+    } catch {
+      /* not a token */
+    }
+  }
   return tokens;
 }
 
