@@ -69,6 +69,8 @@ type CallState =
   | { status: 'ended'; reason: string };
 
 const WEBHOOK_TIMEOUT_MS = 3000;
+/** Events a call keeps for late subscribers of its event stream (`eventsAfter`). */
+const EVENT_HISTORY = 1000;
 
 /**
  * Chunks of caller audio waiting for the VAD before newer ones are skipped (≈ 10 s at 20 ms): a memory
@@ -85,6 +87,8 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
   /** Inbound messages dropped (bad input, media before start), for diagnostics. */
   dropped = 0;
   private seq = 0;
+  /** The latest events, oldest first, at most EVENT_HISTORY. */
+  private readonly history: CallEvent[] = [];
   private readonly options: CallOptions;
   private readonly log: Logger;
   private readonly digits: DigitQueue;
@@ -107,6 +111,14 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
 
   get speaker(): Speaker | undefined {
     return this.state.status === 'active' ? this.state.speaker : undefined;
+  }
+
+  /**
+   * The events after `seq`, oldest first, for a subscriber that joins late or reconnects: a call keeps
+   * its last 1000.
+   */
+  eventsAfter(seq: number): CallEvent[] {
+    return this.history.filter((e) => e.seq > seq);
   }
 
   /** One WebSocket message from the gateway. Bad input is logged and dropped; it never throws. */
@@ -350,6 +362,8 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
 
   private emitEvent(body: EventBody): void {
     const event: CallEvent = { ...body, seq: ++this.seq, at: new Date().toISOString(), callId: this.id };
+    this.history.push(event);
+    if (this.history.length > EVENT_HISTORY) this.history.shift();
     this.emit('event', event);
     const webhook =
       this.flowName === undefined ? undefined : this.options.settings.flows[this.flowName]?.webhook;

@@ -64,7 +64,7 @@ function describe(call: Call): Record<string, unknown> {
 }
 
 export function controlApi(calls: MediaStreamServer, controlToken: string | undefined): RouteHandler {
-  return async (req, res, path) => {
+  return async (req, res, path, url) => {
     if (!bearerAuthorized(req, controlToken)) {
       sendUnauthorized(res);
       return true;
@@ -102,7 +102,7 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
       }
       case 'events':
         if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
-        events(call, req, res);
+        events(call, req, res, url);
         return true;
       default:
         sendJson(res, 404, { error: `no route for ${method} /calls/${parts.join('/')}` });
@@ -144,7 +144,18 @@ async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promi
   sendJson(res, 200, { id: handle.id, ...snake(publicResult(result)) });
 }
 
-function events(call: Call, req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Where a subscriber resumes: `Last-Event-ID` (an EventSource reconnecting) or `?after=<seq>` (`0`: the
+ * whole call so far). Undefined: only what happens from now on.
+ */
+function resumeAfter(req: IncomingMessage, url: URL): number | undefined {
+  const header = req.headers['last-event-id'];
+  const raw = (Array.isArray(header) ? header[0] : header) ?? url.searchParams.get('after') ?? undefined;
+  if (raw === undefined || !/^\d{1,15}$/.test(raw.trim())) return undefined;
+  return Number(raw.trim());
+}
+
+function events(call: Call, req: IncomingMessage, res: ServerResponse, url: URL): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache',
@@ -153,8 +164,11 @@ function events(call: Call, req: IncomingMessage, res: ServerResponse): void {
   const write = (event: CallEvent): void => {
     res.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
   };
-  // A snapshot first, so a late subscriber knows where the call stands.
+  // A snapshot first, so a late subscriber knows where the call stands; then what it missed, if asked.
   res.write(`event: call.state\ndata: ${JSON.stringify(describe(call))}\n\n`);
+  const after = resumeAfter(req, url);
+  const missed = after === undefined ? [] : call.eventsAfter(after);
+  for (const event of missed) write(event);
   const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS);
   const stop = (): void => {
     clearInterval(keepalive);

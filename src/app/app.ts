@@ -26,6 +26,7 @@ import { SpeechClient } from '../speech/client.js';
 import { SCOPES, type LoadedConfig } from './config.js';
 import { sendJson, type RouteHandler } from './http.js';
 import { VoxbridgeMetrics } from './metrics.js';
+import { phonePageApi, phonePageRoot } from './phone-page.js';
 
 export const SPEECH_MOUNT = '/api/speech';
 /** Sink rates in use: G.711 phones, wideband phones (L16 16 kHz), Discord. */
@@ -261,6 +262,18 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     logCallEvents(call, logger.child({ part: 'calls', callId: call.id }));
   });
   mounts.push({ prefix: '/metrics', handler: metrics.handler(secrets.controlToken) });
+  // The browser phone: `GET /` and its routes under `/phone`.
+  mounts.push({
+    prefix: '/phone',
+    handler: phonePageApi({
+      gateways: config.calls.gateways,
+      flows: config.flows,
+      defaultFlow: config.calls.defaultFlow,
+      client,
+      secrets,
+    }),
+  });
+  mounts.push({ prefix: '/', handler: phonePageRoot() });
   if (secrets.discordToken) {
     const ms = await warmDiscordAudio();
     logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');

@@ -4,10 +4,10 @@
  * audio as `media` (numbers as strings, `timestamp` in ms since the stream began), `dtmf`, marks
  * echoed back, `stop` to hang up. From the server it takes `media`, `mark` and `clear`.
  */
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
+import { parseServerMessage, TwilioCallerMessages } from '../../adapters/media-stream/twilio-caller.js';
 import { CliError } from './args.js';
 
 export interface TwilioGatewayOptions {
@@ -28,15 +28,8 @@ export interface TwilioGatewayEvents {
   closed: [code: number, reason: string];
 }
 
-const ACCOUNT_SID = 'AC' + '0'.repeat(32);
-const BYTES_PER_MS = 8;
 const CONNECT_TIMEOUT_MS = 10_000;
 const CLOSE_WAIT_MS = 2000;
-
-/** A Twilio-style id: a prefix and 32 hex digits. */
-export function twilioSid(prefix: 'CA' | 'MZ'): string {
-  return prefix + randomBytes(16).toString('hex');
-}
 
 async function responseBody(res: IncomingMessage): Promise<string> {
   let text = '';
@@ -74,17 +67,17 @@ async function refusedError(url: string, res: IncomingMessage): Promise<CliError
 
 export class TwilioGateway extends EventEmitter<TwilioGatewayEvents> {
   readonly #ws: WebSocket;
-  readonly #o: TwilioGatewayOptions;
-  #seq = 0;
-  #chunk = 0;
-  #inboundBytes = 0;
+  readonly #messages: TwilioCallerMessages;
   readonly #closed: Promise<void>;
   #closeInfo: { code: number; reason: string } | undefined;
 
   private constructor(ws: WebSocket, options: TwilioGatewayOptions) {
     super();
     this.#ws = ws;
-    this.#o = options;
+    this.#messages = new TwilioCallerMessages(
+      { callSid: options.callSid, streamSid: options.streamSid },
+      options.parameters,
+    );
     this.#closed = new Promise((resolve) => {
       ws.on('close', (code, reason) => {
         this.#closeInfo = { code, reason: reason.toString('utf8') };
@@ -135,61 +128,27 @@ export class TwilioGateway extends EventEmitter<TwilioGatewayEvents> {
 
   /** What Twilio sends once the call's stream starts. */
   start(): void {
-    this.#send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
-    this.#send({
-      event: 'start',
-      sequenceNumber: this.#next(),
-      start: {
-        accountSid: ACCOUNT_SID,
-        streamSid: this.#o.streamSid,
-        callSid: this.#o.callSid,
-        tracks: ['inbound'],
-        customParameters: this.#o.parameters,
-        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
-      },
-      streamSid: this.#o.streamSid,
-    });
+    for (const message of this.#messages.start()) this.#send(message);
   }
 
   /** The caller's audio (mu-law 8 kHz), one media message. */
   sendAudio(payload: Uint8Array): void {
-    this.#send({
-      event: 'media',
-      sequenceNumber: this.#next(),
-      media: {
-        track: 'inbound',
-        chunk: String(++this.#chunk),
-        timestamp: String(Math.round(this.#inboundBytes / BYTES_PER_MS)),
-        payload: Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).toString('base64'),
-      },
-      streamSid: this.#o.streamSid,
-    });
-    this.#inboundBytes += payload.length;
+    this.#send(this.#messages.media(payload).message);
   }
 
   /** A mark whose audio has played, echoed back. */
   returnMark(name: string): void {
-    this.#send({ event: 'mark', sequenceNumber: this.#next(), streamSid: this.#o.streamSid, mark: { name } });
+    this.#send(this.#messages.mark(name));
   }
 
   dtmf(digit: string): void {
-    this.#send({
-      event: 'dtmf',
-      streamSid: this.#o.streamSid,
-      sequenceNumber: this.#next(),
-      dtmf: { track: 'inbound_track', digit },
-    });
+    this.#send(this.#messages.dtmf(digit));
   }
 
   /** The caller hangs up: `stop`, then the socket closes. */
   async hangup(): Promise<void> {
     if (this.open) {
-      this.#send({
-        event: 'stop',
-        sequenceNumber: this.#next(),
-        streamSid: this.#o.streamSid,
-        stop: { accountSid: ACCOUNT_SID, callSid: this.#o.callSid },
-      });
+      this.#send(this.#messages.stop());
       this.#ws.close(1000, 'caller hung up');
     }
     await this.closed();
@@ -203,35 +162,14 @@ export class TwilioGateway extends EventEmitter<TwilioGatewayEvents> {
     clearTimeout(timer);
   }
 
-  #next(): string {
-    return String(++this.#seq);
-  }
-
   #send(message: unknown): void {
     if (this.open) this.#ws.send(JSON.stringify(message));
   }
 
   #onText(text: string): void {
-    let msg: { event?: unknown; media?: { payload?: unknown }; mark?: { name?: unknown } };
-    try {
-      msg = JSON.parse(text) as typeof msg;
-    } catch {
-      return;
-    }
-    switch (msg.event) {
-      case 'media':
-        if (typeof msg.media?.payload === 'string')
-          this.emit('media', new Uint8Array(Buffer.from(msg.media.payload, 'base64')));
-        return;
-      case 'mark':
-        if (typeof msg.mark?.name === 'string') this.emit('mark', msg.mark.name);
-        return;
-      case 'clear':
-        this.emit('clear');
-        return;
-      default:
-        // Nothing else comes from a media-stream server.
-        return;
-    }
+    const message = parseServerMessage(text);
+    if (message?.type === 'media') this.emit('media', message.payload);
+    else if (message?.type === 'mark') this.emit('mark', message.name);
+    else if (message?.type === 'clear') this.emit('clear');
   }
 }
