@@ -19,6 +19,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
+# The browser phone's page (its scripts are in dist/web).
+COPY web/phone/index.html web/phone/style.css ./web/phone/
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

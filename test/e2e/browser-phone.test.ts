@@ -191,6 +191,32 @@ describe('the browser phone with tokens', () => {
       await waitForShownMs(page, 'stat-heard', 500);
       // The page follows the guarded event stream too.
       await expect.poll(() => page.locator('#transcript li').count()).toBeGreaterThan(0);
+      // The say box: POST /calls/{id}/say with the picked voice, cutting in (now).
+      const events = new SseReader(`${guarded.url}/calls/${callId}/events?after=0`, {
+        authorization: 'Bearer test-control-token-2',
+      });
+      try {
+        await page.selectOption('#voice', 'voxbridge-default');
+        await page.fill('#say-text', 'This sentence came from the text box.');
+        await page.check('#say-now');
+        await page.click('#say-send');
+        await events.until(
+          (e) =>
+            e.some(
+              (x) =>
+                x.event === 'utterance.finished' &&
+                (x.data as { result: { heardText: string } }).result.heardText ===
+                  'This sentence came from the text box.',
+            ),
+          15_000,
+        );
+        await expect.poll(() => page.locator('#say-text').inputValue()).toBe('');
+        await expect
+          .poll(() => page.locator('#transcript li[data-status="played"]').allTextContents())
+          .toContainEqual(expect.stringContaining('This sentence came from the text box.'));
+      } finally {
+        events.close();
+      }
       await page.click('#hangup');
       await expect.poll(() => guarded.app.calls.get(callId)).toBeUndefined();
       expect(errors).toEqual([]);
