@@ -1,6 +1,7 @@
 /** `npm run bench`: every benchmark, figures printed as tables to quote in closing notes. */
 import { availableParallelism, cpus } from 'node:os';
 import { benchBargeIn } from './barge-in.js';
+import { benchBrowserPhone } from './browser-phone.js';
 import { benchCallsLoad } from './calls.js';
 import { benchDiscord } from './discord.js';
 import { benchService } from './service.js';
@@ -17,3 +18,4 @@ if (!only || only === 'vad') await benchVad();
 if (!only || only === 'barge-in') await benchBargeIn();
 if (!only || only === 'calls') await benchCallsLoad();
 if (!only || only === 'discord') await benchDiscord();
+if (!only || only === 'browser-phone') await benchBrowserPhone();

@@ -7,21 +7,17 @@
  *
  * A screenshot of the page mid-call is saved to test-artifacts/browser-phone-mid-call.png.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/app/paths.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { espeakSpeech, wavFile } from '../helpers/audio.js';
+import { launchChromium, writeCallerSpeech } from '../helpers/browser.js';
 import { SseReader } from '../helpers/sse.js';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const ARTIFACTS = join(PROJECT_ROOT, 'test-artifacts');
-const SPEECH =
-  'Hello, hello, can you hear me? I would like to talk to somebody about my account, please. ' +
-  'Wait a moment, please.';
 const GREETING = 'Hello, and thank you for calling voxbridge.';
 
 let t: TestApp;
@@ -31,28 +27,8 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'voxbridge-browser-'));
   const wav = join(dir, 'caller.wav');
-  await writeFile(wav, wavFile(await espeakSpeech(SPEECH, 'en-us', 50, 160), 22_050));
-  [t, browser] = await Promise.all([
-    startTestApp(),
-    chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        // As root in a sandboxless container, on a machine with no network beyond loopback.
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        // A microphone that plays the WAV, granted without a prompt.
-        '--use-fake-ui-for-media-stream',
-        '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${wav}`,
-        '--autoplay-policy=no-user-gesture-required',
-      ],
-    }),
-  ]);
+  await writeCallerSpeech(wav);
+  [t, browser] = await Promise.all([startTestApp(), launchChromium(wav)]);
 }, 60_000);
 
 afterAll(async () => {
