@@ -13,7 +13,6 @@
  * `text` is narration markup: `[Goblin] You shall not pass! [Narrator] The goblin raises its spear.`
  * Untagged text is the narrator's (in `voice_id` when given).
  */
-import type { ServerResponse } from 'node:http';
 import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import { z } from 'zod';
 import {
@@ -26,24 +25,12 @@ import {
 } from '../../src/app/http.js';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import type { UtteranceResult } from '../../src/speaker/speaker.js';
-import { TEXT_MAX_CHARS } from '../../src/speech/limits.js';
+import { sayRequest, sendInvalid } from '../../src/app/say-request.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 
 const MAX_BODY_BYTES = 256 * 1024;
 
-const sayBody = z.strictObject({
-  text: z
-    .string()
-    .min(1)
-    .max(TEXT_MAX_CHARS * 20),
-  voice_id: z.string().min(1).optional(),
-  interruptible: z.boolean().optional(),
-  /** Speak before the queue (cutting what plays now when it may be cut). */
-  now: z.boolean().optional(),
-  /** false: answer 202 with the utterance ids at once instead of waiting for the results. */
-  wait: z.boolean().optional(),
-});
 const joinBody = z.strictObject({
   channel_id: z.string().regex(/^\d{1,25}$/, 'must be a channel id (snowflake)'),
 });
@@ -81,11 +68,6 @@ function resultJson(result: UtteranceResult): Record<string, unknown> {
     first_byte_ms: result.metrics.firstByteMs ?? null,
     underruns: result.metrics.underruns,
   };
-}
-
-function invalid(res: ServerResponse, error: z.ZodError): void {
-  const issue = error.issues[0]!;
-  sendJson(res, 400, { error: issue.message, param: issue.path.join('.') || null });
 }
 
 export function discordControlApi(options: DiscordControlOptions): RouteHandler {
@@ -129,7 +111,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         if (!read) return true;
         const parsed = joinBody.safeParse(read.body);
         if (!parsed.success) {
-          invalid(res, parsed.error);
+          sendInvalid(res, parsed.error);
           return true;
         }
         if (!options.adapterCreator) {
@@ -155,9 +137,9 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         if (!voice) return notInVoice();
         const read = await readJsonBody(req, res, MAX_BODY_BYTES);
         if (!read) return true;
-        const parsed = sayBody.safeParse(read.body);
+        const parsed = sayRequest.safeParse(read.body);
         if (!parsed.success) {
-          invalid(res, parsed.error);
+          sendInvalid(res, parsed.error);
           return true;
         }
         const { text, voice_id, interruptible, now, wait } = parsed.data;
@@ -211,7 +193,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         if (!read) return true;
         const parsed = bargeInBody.safeParse(read.body);
         if (!parsed.success) {
-          invalid(res, parsed.error);
+          sendInvalid(res, parsed.error);
           return true;
         }
         guilds.setBargeIn(guildId, parsed.data.enabled);

@@ -3,7 +3,6 @@
  * speak, interrupt, hang up, and follow a call's events as server-sent events. Mounted at `/calls`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { z } from 'zod';
 import {
   bearerAuthorized,
   readJsonBody,
@@ -12,7 +11,7 @@ import {
   sendUnauthorized,
   type RouteHandler,
 } from '../../src/app/http.js';
-import { TEXT_MAX_CHARS } from '../../src/speech/limits.js';
+import { sayRequest, sendInvalid } from '../../src/app/say-request.js';
 import { publicResult, type CallEvent } from './call-events.js';
 import { CallNotActiveError, type Call } from './call.js';
 import type { MediaStreamServer } from './server.js';
@@ -20,19 +19,6 @@ import type { MediaStreamServer } from './server.js';
 const MAX_BODY_BYTES = 64 * 1024;
 /** A comment line keeps proxies from closing an idle event stream. */
 const SSE_KEEPALIVE_MS = 15_000;
-
-const sayBody = z.strictObject({
-  text: z
-    .string()
-    .min(1)
-    .max(TEXT_MAX_CHARS * 20),
-  voice_id: z.string().min(1).optional(),
-  interruptible: z.boolean().optional(),
-  /** Speak before the queue (cutting the current utterance when it may be cut). */
-  now: z.boolean().optional(),
-  /** false: answer 202 with the utterance id at once instead of waiting for the result. */
-  wait: z.boolean().optional(),
-});
 
 function snake(result: ReturnType<typeof publicResult>): Record<string, unknown> {
   return {
@@ -114,10 +100,9 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
 async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const read = await readJsonBody(req, res, MAX_BODY_BYTES);
   if (!read) return;
-  const parsed = sayBody.safeParse(read.body);
+  const parsed = sayRequest.safeParse(read.body);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    sendJson(res, 400, { error: issue.message, param: issue.path.join('.') || null });
+    sendInvalid(res, parsed.error);
     return;
   }
   const { text, voice_id, interruptible, now, wait } = parsed.data;
