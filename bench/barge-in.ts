@@ -4,20 +4,15 @@
  * Twilio's timestamps); we measure the caller's speech onset → the clear arriving at the gateway, and
  * the clear → the speech service seeing the request go (its client disconnected mid-response).
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { encodeMulaw } from '../src/audio/g711.js';
 import { bytesToInt16 } from '../src/audio/pcm.js';
 import { Resampler } from '../src/audio/resampler.js';
-import { startApp, type App } from '../src/app/app.js';
-import { loadConfig } from '../src/app/config.js';
-import { createLogger } from '../src/app/logger.js';
+import type { App } from '../src/app/app.js';
+import { startBenchApp } from './app.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
 import { fmt, percentile } from './stats.js';
 
-const KEY = 'bench-key-0123456789abcdef';
 const FRAME_MS = 20;
 const FRAME_BYTES = 160;
 const CALLS = 5;
@@ -187,19 +182,8 @@ async function until(predicate: () => boolean, timeoutMs: number): Promise<boole
 }
 
 export async function benchBargeIn(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-barge-'));
-  const overlay = join(dir, 'bench.json');
-  await writeFile(overlay, JSON.stringify({ calls: { defaultFlow: null } }));
-  const app = await startApp(
-    loadConfig({
-      PORT: '0',
-      DATA_DIR: dir,
-      LOG_LEVEL: 'silent',
-      SPEECH_API_KEY: KEY,
-      VOXBRIDGE_CONFIG: overlay,
-    }),
-    { logger: createLogger('silent') },
-  );
+  const bench = await startBenchApp('barge', { calls: { defaultFlow: null } });
+  const { app } = bench;
   const lines = await Promise.all(CALLER_LINES.map((l, i) => callerSpeech(app, l, i + 1)));
   const measured: Measured[] = [];
   let missed = 0;
@@ -260,8 +244,7 @@ export async function benchBargeIn(): Promise<void> {
     );
   } finally {
     for (const c of callers) c.close();
-    await app.close();
-    await rm(dir, { recursive: true, force: true });
+    await bench.close();
   }
   const toClear = measured.map((m) => m.onsetToClearMs);
   const toCancel = measured.flatMap((m) =>

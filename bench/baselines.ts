@@ -70,24 +70,26 @@ export async function measureRuns(
 
 export type Target = 'mulaw8k' | 'stereo48k';
 
+/** ffmpeg reading what the speech service sends (`pcm_24000`: s16le mono 24 kHz) from stdin. */
+export const FFMPEG_PCM24K_INPUT = [
+  '-hide_banner',
+  '-loglevel',
+  'error',
+  '-f',
+  's16le',
+  '-ar',
+  '24000',
+  '-ac',
+  '1',
+  '-i',
+  'pipe:0',
+];
+
 /** ffmpeg as Discord bots run it through prism-media: one process per utterance, raw in, raw out. */
 export function ffmpegArgs(target: Target): string[] {
-  const input = [
-    '-hide_banner',
-    '-loglevel',
-    'error',
-    '-f',
-    's16le',
-    '-ar',
-    '24000',
-    '-ac',
-    '1',
-    '-i',
-    'pipe:0',
-  ];
   return target === 'mulaw8k'
-    ? [...input, '-f', 'mulaw', '-ar', '8000', '-ac', '1', 'pipe:1']
-    : [...input, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
+    ? [...FFMPEG_PCM24K_INPUT, '-f', 'mulaw', '-ar', '8000', '-ac', '1', 'pipe:1']
+    : [...FFMPEG_PCM24K_INPUT, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
 }
 
 const SOX_INPUT = ['-t', 'raw', '-r', '24000', '-e', 'signed', '-b', '16', '-c', '1', '-'];

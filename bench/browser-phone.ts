@@ -6,19 +6,14 @@
  * (measured by the page: when the onset's 20 ms left it, when the clear arrived), and the server's
  * detection delay (onset → confirmed, on the caller's timeline).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { startApp } from '../src/app/app.js';
-import { loadConfig } from '../src/app/config.js';
-import { createLogger } from '../src/app/logger.js';
+import { startBenchApp } from './app.js';
 import { launchChromium, writeCallerSpeech } from '../test/helpers/browser.js';
 import { SseReader } from '../test/helpers/sse.js';
 import { fmt, percentile, printTable } from './stats.js';
 
 const CALLS = 8;
-const KEY = 'bench-key-0123456789abcdef';
 
 async function shownMs(page: Page, id: string, timeoutMs = 20_000): Promise<number> {
   const deadline = performance.now() + timeoutMs;
@@ -47,18 +42,10 @@ interface Figures {
 }
 
 export async function benchBrowserPhone(): Promise<void> {
-  const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-browser-'));
+  const bench = await startBenchApp('browser');
+  const { app, dir } = bench;
   const wav = join(dir, 'caller.wav');
   await writeCallerSpeech(wav);
-  const app = await startApp(
-    loadConfig({
-      PORT: '0',
-      DATA_DIR: dir,
-      LOG_LEVEL: 'silent',
-      SPEECH_API_KEY: KEY,
-    }),
-    { logger: createLogger('silent') },
-  );
   const browser = await launchChromium(wav);
   const figures: Figures[] = [];
   try {
@@ -95,8 +82,7 @@ export async function benchBrowserPhone(): Promise<void> {
     }
   } finally {
     await browser.close();
-    await app.close();
-    await rm(dir, { recursive: true, force: true });
+    await bench.close();
   }
   const row = (name: string, pick: (f: Figures) => number, where: string): string[] => {
     const values = figures.map(pick);

@@ -5,16 +5,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startApp, type App } from '../src/app/app.js';
-import { loadConfig } from '../src/app/config.js';
-import { createLogger } from '../src/app/logger.js';
+import type { App } from '../src/app/app.js';
+import { startBenchApp } from './app.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
-const KEY = 'bench-key-0123456789abcdef';
 const PROMPT =
   'Thank you for calling the benchmark line. All of our agents are busy, please stay on the line.';
 
@@ -114,19 +109,8 @@ async function phase(
 export async function benchCallsLoad(counts: readonly number[] = [50, 200, 500]): Promise<void> {
   const rows: string[][] = [];
   for (const n of counts) {
-    const dir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-calls-'));
-    const overlay = join(dir, 'bench.json');
-    await writeFile(overlay, JSON.stringify({ calls: { defaultFlow: null, maxCalls: n + 10 } }));
-    const app = await startApp(
-      loadConfig({
-        PORT: '0',
-        DATA_DIR: dir,
-        LOG_LEVEL: 'silent',
-        SPEECH_API_KEY: KEY,
-        VOXBRIDGE_CONFIG: overlay,
-      }),
-      { logger: createLogger('silent') },
-    );
+    const bench = await startBenchApp('calls', { calls: { defaultFlow: null, maxCalls: n + 10 } });
+    const { app } = bench;
     const client = fork(fileURLToPath(new URL('./load-client.js', import.meta.url)), { stdio: 'inherit' });
     try {
       const rssIdle = process.memoryUsage().rss;
@@ -155,8 +139,7 @@ export async function benchCallsLoad(counts: readonly number[] = [50, 200, 500])
     } finally {
       client.send({ cmd: 'close' });
       await once(client, 'exit');
-      await app.close();
-      await rm(dir, { recursive: true, force: true });
+      await bench.close();
     }
   }
   printTable(

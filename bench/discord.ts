@@ -18,7 +18,7 @@ import { createLogger } from '../src/app/logger.js';
 import { FramePipeline } from '../src/speaker/frame-pipeline.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
 import { makeTestCertificate } from '../test/helpers/discord/tls.js';
-import { measureRuns } from './baselines.js';
+import { FFMPEG_PCM24K_INPUT, measureRuns } from './baselines.js';
 import { createOpusEncoder, opusImplementation, type OpusEncoder } from '../adapters/discord/opus.js';
 import { fmt, median, printTable } from './stats.js';
 
@@ -93,22 +93,9 @@ async function benchFrameCost(app: App): Promise<void> {
     prism.push((cpuUs() - t) / packets + resample.at(-1)!);
     frameCount = frames.length;
   }
-  const ffmpegInput = [
-    '-hide_banner',
-    '-loglevel',
-    'error',
-    '-f',
-    's16le',
-    '-ar',
-    '24000',
-    '-ac',
-    '1',
-    '-i',
-    'pipe:0',
-  ];
-  const rawArgs = [...ffmpegInput, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
+  const rawArgs = [...FFMPEG_PCM24K_INPUT, '-f', 's16le', '-ar', '48000', '-ac', '2', 'pipe:1'];
   const opusArgs = [
-    ...ffmpegInput,
+    ...FFMPEG_PCM24K_INPUT,
     '-ar',
     '48000',
     '-ac',
