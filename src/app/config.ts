@@ -18,6 +18,12 @@ const keySchema = z.strictObject({
 });
 
 const GATEWAYS = ['twilio', 'telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', 'jambonz'] as const;
+/**
+ * The gateways whose outbound codec is a deployment setting (`calls.formats`). The others play what
+ * their start message says (Vonage's content-type, Asterisk's format) or one fixed codec (Twilio,
+ * Exotel), so a setting for them would be silently ignored: it is refused instead.
+ */
+const CONFIGURABLE_OUTBOUND = ['telnyx', 'plivo', 'jambonz'] as const;
 
 /** An outbound codec where the gateway leaves it to the deployment (Telnyx, Plivo, jambonz, …). */
 const wireFormatSchema = z.strictObject({
@@ -117,7 +123,15 @@ export const configSchema = z.strictObject({
     /** Audio of repeated prompts kept in memory (bytes of 24 kHz PCM), shared by all calls. */
     phraseCacheBytes: z.number().int().min(0),
     /** Outbound codec per gateway where the gateway does not say it in its start message. */
-    formats: z.partialRecord(z.enum(GATEWAYS), wireFormatSchema),
+    formats: z.partialRecord(z.enum(GATEWAYS), wireFormatSchema).superRefine((formats, ctx) => {
+      for (const gateway of Object.keys(formats))
+        if (!(CONFIGURABLE_OUTBOUND as readonly string[]).includes(gateway))
+          ctx.addIssue({
+            code: 'custom',
+            path: [gateway],
+            message: `${gateway} plays what its start message or protocol fixes; only ${CONFIGURABLE_OUTBOUND.join(', ')} take an outbound format`,
+          });
+    }),
     bargeIn: z.strictObject({
       enabled: z.boolean(),
       minSpeechMs: z.number().int().min(20).max(5000),

@@ -380,6 +380,11 @@ describe('MEDIA_STREAM_TOKEN and CONTROL_TOKEN', () => {
     expect(await status(base)).toBe(401);
     expect(await status(`${base}/wrong-token`)).toBe(403);
     expect(await status(`${base}/media-token-0123456789`)).toBe(101);
+    // A malformed escape in the path token is no token at all: 401 (it once threw in the upgrade
+    // handler and took the process down); the server goes on accepting.
+    expect(await status(`${base}/%zz`)).toBe(401);
+    expect(await status(`${base}/media-token-%E0%A4%A`)).toBe(401);
+    expect(await status(`${base}/media-token-0123456789`)).toBe(101);
     expect(await status(base, { Authorization: 'Bearer media-token-0123456789' })).toBe(101);
     const basic = Buffer.from('exotel:media-token-0123456789').toString('base64');
     expect(await status(base.replace('twilio', 'exotel'), { Authorization: `Basic ${basic}` })).toBe(101);

@@ -244,6 +244,26 @@ export function framingFor(format: WireFormat, rule: FramingRule): Framing {
  * Custom parameters (Twilio `customParameters`, jambonz metadata, Vonage headers, …) as strings: strings
  * kept, numbers and booleans printed, objects and arrays as JSON, null dropped, `skip` keys left out.
  */
+/**
+ * A start message's custom parameters, in either shape gateways use: an object (`{"flow": "sales"}`)
+ * or the list the Call Control APIs take (`[{"name": "flow", "value": "sales"}]`, Telnyx's
+ * `custom_parameters`). Entries without a string name are skipped; anything else is no parameters.
+ */
+export function customParameters(value: unknown): Record<string, string> {
+  if (Array.isArray(value)) {
+    const entries: Array<[string, string]> = [];
+    for (const item of value as unknown[]) {
+      if (typeof item !== 'object' || item === null) continue;
+      const { name, value: v } = item as { name?: unknown; value?: unknown };
+      if (typeof name !== 'string' || name === '' || v === null || v === undefined) continue;
+      entries.push([name, typeof v === 'string' ? v : JSON.stringify(v)]);
+    }
+    return Object.fromEntries(entries);
+  }
+  if (typeof value === 'object' && value !== null) return flattenParameters(value as JsonObject);
+  return {};
+}
+
 export function flattenParameters(
   source: JsonObject | undefined,
   skip: readonly string[] = [],

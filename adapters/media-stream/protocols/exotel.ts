@@ -29,7 +29,7 @@ import {
   describedFormat,
   dtmfDigit,
   encodeBase64,
-  flattenParameters,
+  customParameters,
   framingFor,
   framesOf,
   jsonMedia,
@@ -79,9 +79,7 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
     // Exotel plays back in the format it streams.
     outbound: format,
     framing: framingFor(format, { minMs: 100, minBytes: 3200, maxBytes: 100_000 }),
-    parameters: flattenParameters(
-      objectAt(start, 'custom_parameters') ?? objectAt(start, 'customParameters'),
-    ),
+    parameters: customParameters(start['custom_parameters'] ?? start['customParameters']),
   };
   return { type: 'start', stream };
 }

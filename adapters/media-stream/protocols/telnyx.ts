@@ -15,7 +15,8 @@
  * `encodeMedia` swaps bytes so the rest of the server deals in s16le. Inbound media messages do not say
  * their codec, so big-endian L16 inbound cannot be swapped statelessly: such a start is refused (on the
  * PSTN Telnyx streams the call's PCMU/PCMA). Custom parameters: the start frame carries them (AsyncAPI)
- * but no example names the field; `custom_parameters` (and `customParameters`) are read.
+ * but no example names the field; `custom_parameters` (and `customParameters`) are read, as an object or
+ * as the `[{name, value}]` list that the Call Control `streaming_start` command takes.
  *
  * Source: developers.telnyx.com/docs/voice/programmable-voice/media-streaming, the AsyncAPI page
  * developers.telnyx.com/api-reference/websockets/stream-call-media-over-websocket, and the TeXML
@@ -27,7 +28,7 @@ import {
   describedFormat,
   dtmfDigit,
   encodeBase64,
-  flattenParameters,
+  customParameters,
   framingFor,
   jsonMedia,
   jsonMessage,
@@ -98,9 +99,7 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
     outbound,
     // 20 ms to 30 s per message; we cap a message at 1 s, far above what the pacer sends.
     framing: framingFor(outbound, { minMs: 20, maxMs: 1000 }),
-    parameters: flattenParameters(
-      objectAt(start, 'custom_parameters') ?? objectAt(start, 'customParameters'),
-    ),
+    parameters: customParameters(start['custom_parameters'] ?? start['customParameters']),
     dialect: { l16ByteOrder },
   };
   return { type: 'start', stream };

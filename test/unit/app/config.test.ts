@@ -53,6 +53,23 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ VOXBRIDGE_CONFIG: scope, RO_KEY: 'x' })).toThrow(/service\.keys\.0\.scopes\.0/);
   });
 
+  it('takes an outbound format only for the gateways that use one', async () => {
+    const format = '{ encoding: s16le, sampleRate: 16000 }';
+    for (const gateway of ['telnyx', 'plivo', 'jambonz']) {
+      const ok = await overlay(`calls:\n  formats:\n    ${gateway}: ${format}\n`);
+      expect(loadConfig({ VOXBRIDGE_CONFIG: ok }).config.calls.formats).toMatchObject({
+        [gateway]: { encoding: 's16le', sampleRate: 16000 },
+      });
+    }
+    // Vonage plays its content-type, Asterisk its start's format, Twilio and Exotel one codec each.
+    for (const gateway of ['vonage', 'asterisk', 'twilio', 'exotel']) {
+      const ignored = await overlay(`calls:\n  formats:\n    ${gateway}: ${format}\n`);
+      expect(() => loadConfig({ VOXBRIDGE_CONFIG: ignored })).toThrow(
+        new RegExp(`calls\\.formats\\.${gateway}: ${gateway} plays what its start message or protocol fixes`),
+      );
+    }
+  });
+
   it('reads service keys from the variables the config names, never from the file', async () => {
     const path = await overlay(
       'service:\n  keys:\n    - { id: ro, keyEnv: RO_KEY, scopes: [voices:read] }\n',

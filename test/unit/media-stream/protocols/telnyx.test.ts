@@ -60,6 +60,28 @@ describe('telnyx: parsing what Telnyx sends', () => {
     });
   });
 
+  it('start: custom parameters as the [{name, value}] list Call Control takes; a malformed one is ignored', () => {
+    const message = fixtureJson('telnyx', 'start.json');
+    const withParameters = (custom_parameters: unknown) =>
+      startOf(
+        telnyx.parse(
+          json({ ...message, start: { ...(message['start'] as object), custom_parameters } }),
+          false,
+        ),
+      );
+    expect(
+      withParameters([
+        { name: 'flow', value: 'sales' },
+        { name: 'tries', value: 2 },
+        { value: 'nameless' },
+        'stray',
+      ]).parameters,
+    ).toEqual({ flow: 'sales', tries: '2' });
+    // Not parameters at all: the call still starts, without them.
+    expect(withParameters('flow=sales').parameters).toEqual({});
+    expect(withParameters(42).callId).toBe(startOf(parse('start.json')).callId);
+  });
+
   it('start: the outbound codec is the deployment setting (stream_bidirectional_codec)', () => {
     const l16 = { encoding: 's16le', sampleRate: 16000, channels: 1 } as const;
     const s = startOf(parse('start.json', { outbound: l16 }));
