@@ -17,7 +17,9 @@ import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import { z } from 'zod';
 import {
   bearerAuthorized,
+  pathSegments,
   readJsonBody,
+  sendBadPath,
   sendJson,
   sendMethodNotAllowed,
   sendUnauthorized,
@@ -25,11 +27,12 @@ import {
 } from '../../src/app/http.js';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import type { UtteranceResult } from '../../src/speaker/speaker.js';
-import { sayRequest, sendInvalid } from '../../src/app/say-request.js';
+import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/app/say-request.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 
-const MAX_BODY_BYTES = 256 * 1024;
+/** join and barge-in bodies are a few bytes. */
+const MAX_BODY_BYTES = 4096;
 
 const joinBody = z.strictObject({
   channel_id: z.string().regex(/^\d{1,25}$/, 'must be a channel id (snowflake)'),
@@ -78,7 +81,8 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
       return true;
     }
     const method = req.method ?? 'GET';
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    const parts = pathSegments(path);
+    if (!parts) return sendBadPath(res);
     if (parts[0] !== 'guilds') return false;
     if (parts.length === 1) {
       if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
@@ -135,7 +139,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
         const voice = guilds.get(guildId);
         if (!voice) return notInVoice();
-        const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+        const read = await readJsonBody(req, res, SAY_MAX_BODY_BYTES);
         if (!read) return true;
         const parsed = sayRequest.safeParse(read.body);
         if (!parsed.success) {

@@ -11,7 +11,12 @@ export interface MediaAuthSecrets {
   mediaStreamToken: string | undefined;
 }
 
-export type AuthVerdict = { ok: true } | { ok: false; status: 401 | 403; reason: string };
+/**
+ * `authenticated`: the connection proved itself (a token or Twilio's signature), as opposed to being let
+ * in because no secret is set (loopback only): a foreign browser Origin is refused only then.
+ */
+export type AuthVerdict =
+  { ok: true; authenticated: boolean } | { ok: false; status: 401 | 403; reason: string };
 
 /**
  * Twilio's signature: HMAC-SHA1 keyed with the auth token over the URL it requested followed by the
@@ -93,14 +98,14 @@ export function authorizeUpgrade(
       const path = req.url ?? '/';
       const candidates = [`wss://${host}${path}`, `ws://${host}${path}`];
       if (candidates.some((u) => sameSecret(signature, twilioSignature(secrets.twilioAuthToken!, u))))
-        return { ok: true };
+        return { ok: true, authenticated: true };
       return { ok: false, status: 403, reason: 'invalid X-Twilio-Signature' };
     }
-    if (tokenOk()) return { ok: true };
+    if (tokenOk()) return { ok: true, authenticated: true };
     return { ok: false, status: 401, reason: 'missing X-Twilio-Signature' };
   }
-  if (secrets.mediaStreamToken === undefined) return { ok: true };
-  if (tokenOk()) return { ok: true };
+  if (secrets.mediaStreamToken === undefined) return { ok: true, authenticated: false };
+  if (tokenOk()) return { ok: true, authenticated: true };
   const presented = presentedTokens(req, url, pathToken).length > 0;
   return presented
     ? { ok: false, status: 403, reason: 'wrong media stream token' }

@@ -15,8 +15,10 @@ import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speake
 import type { WireFormat } from '../../src/speaker/sink.js';
 import { publicResult, type CallEvent, type EventBody } from './call-events.js';
 import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
+import { CLOSE } from './close-codes.js';
 import { DigitQueue } from './digit-queue.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
+import { checkIds, limitParameters } from './protocols/common.js';
 import {
   ProtocolError,
   type GatewayName,
@@ -54,6 +56,17 @@ export interface CallOptions {
   post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
   /** The upgrade URL's query parameters (the `token` among them excluded). */
   urlParameters?: Readonly<Record<string, string>>;
+  /**
+   * Asked once the start message names the call, before anything is set up for it: a refusal (no room,
+   * or another connection already has the call's id) closes the connection with its code and reason.
+   */
+  admit?: (stream: StreamInfo) => CallRefusal | undefined;
+}
+
+/** Why a call may not start, as the close frame says it. */
+export interface CallRefusal {
+  readonly code: number;
+  readonly reason: string;
 }
 
 type CallState =
@@ -73,14 +86,17 @@ const WEBHOOK_TIMEOUT_MS = 3000;
 const EVENT_HISTORY = 1000;
 
 /**
- * Chunks of caller audio waiting for the VAD before newer ones are skipped (≈ 10 s at 20 ms): a memory
- * bound only, since the detector itself falls back to its energy gate when inference lags.
+ * Caller audio waiting for the VAD before newer audio is skipped: a memory bound only (in audio, not in
+ * messages, whose size the gateway picks), since the detector falls back to its energy gate when
+ * inference lags.
  */
-const MAX_VAD_BACKLOG = 500;
+const MAX_VAD_BACKLOG_MS = 10_000;
 
 export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> {
   /** Ours until the gateway's start message names the call; then the gateway's call id. */
   id: string = randomUUID();
+  /** The gateway's stream id from the start message on (kept after the call ends, for its last events). */
+  streamId: string | undefined;
   readonly gateway: GatewayName;
   readonly createdAt = new Date();
   state: CallState = { status: 'connecting' };
@@ -90,9 +106,11 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
   /** The latest events, oldest first, at most EVENT_HISTORY. */
   private readonly history: CallEvent[] = [];
   private readonly options: CallOptions;
-  private readonly log: Logger;
+  /** The gateway's logger; once the call starts, with its call and stream ids on every line. */
+  private log: Logger;
   private readonly digits: DigitQueue;
   private inboundSamples = 0;
+  /** Samples handed to the VAD and not yet through it. */
   private vadBacklog = 0;
   private vadChain: Promise<void> = Promise.resolve();
   private flowName: string | undefined;
@@ -127,9 +145,18 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     let event: InboundEvent;
     try {
       event = this.options.gateway.parse(data, isBinary, this.options.settings.protocolOptions[this.gateway]);
+      if (event.type === 'start') checkIds(this.gateway, event.stream);
     } catch (error) {
       this.dropped++;
-      if (error instanceof ProtocolError)
+      if (
+        error instanceof ProtocolError &&
+        error.code === 'invalid_start' &&
+        this.state.status === 'connecting'
+      )
+        // A start we cannot take (a codec or rate the gateway does not stream, no stream id): waiting
+        // for another would only hold the connection; the close says why.
+        this.refuse({ code: CLOSE.unsupported, reason: error.message }, { code: error.code });
+      else if (error instanceof ProtocolError)
         this.log.warn({ code: error.code, err: error.message }, 'inbound message dropped');
       else this.log.error({ err: error }, 'inbound message could not be parsed');
       return;
@@ -186,15 +213,36 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     }
   }
 
+  /** Closes the connection with `refusal` before the call starts, and ends it. */
+  private refuse(refusal: CallRefusal, fields: Record<string, unknown>): void {
+    this.log.warn({ ...fields, closeCode: refusal.code, reason: refusal.reason }, 'call refused');
+    this.options.close(refusal.code, refusal.reason);
+    this.end(refusal.reason);
+  }
+
   private start(started: StreamInfo): void {
+    const refusal = this.options.admit?.(started);
+    if (refusal) {
+      this.refuse(refusal, { callId: started.callId, streamId: started.streamId });
+      return;
+    }
     // Query parameters of the stream URL count as call parameters (Exotel appends custom parameters
-    // there); what the start message says wins.
-    const stream: StreamInfo = {
-      ...started,
-      parameters: { ...this.options.urlParameters, ...started.parameters },
-    };
+    // there); what the start message says wins. Both are bounded (`PARAMETER_LIMITS`).
+    const limited = limitParameters({ ...this.options.urlParameters, ...started.parameters });
+    const stream: StreamInfo = { ...started, parameters: limited.parameters };
     const { settings, clock } = this.options;
     this.id = stream.callId;
+    this.streamId = stream.streamId;
+    this.log = this.options.logger.child({ callId: stream.callId, streamId: stream.streamId });
+    if (limited.dropped > 0)
+      this.log.warn(
+        {
+          dropped: limited.dropped,
+          droppedChars: limited.droppedChars,
+          kept: Object.keys(limited.parameters).length,
+        },
+        'call parameters over the limits dropped',
+      );
     const sink = new PhoneSink({
       protocol: this.options.gateway,
       stream,
@@ -290,7 +338,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
       if (message !== undefined) this.options.transport.send(message, () => undefined);
     }
     this.end('hung up');
-    this.options.close(1000, 'call ended');
+    this.options.close(CLOSE.normal, 'call ended');
   }
 
   /** The connection closed (or the gateway said stop): stop speaking at once, release everything. */
@@ -319,11 +367,11 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     const rate = stream.inbound.sampleRate;
     const atMs = timestampMs ?? (this.inboundSamples / rate) * 1000;
     this.inboundSamples += samples.length;
-    if (this.vadBacklog >= MAX_VAD_BACKLOG) {
+    if (this.vadBacklog + samples.length > (MAX_VAD_BACKLOG_MS * rate) / 1000) {
       this.dropped++;
       return;
     }
-    this.vadBacklog++;
+    this.vadBacklog += samples.length;
     const botAudible = state.sink.playedMs() < state.sink.writtenMs();
     this.vadChain = this.vadChain
       .then(async () => {
@@ -332,7 +380,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
         if (onset && this.state === state) this.bargeIn(state, onset.onsetMs, atMs);
       })
       .catch((error: unknown) => this.log.error({ err: error }, 'voice activity detection failed'))
-      .finally(() => this.vadBacklog--);
+      .finally(() => (this.vadBacklog -= samples.length));
   }
 
   private bargeIn(

@@ -5,20 +5,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   bearerAuthorized,
+  pathSegments,
   readJsonBody,
+  sendBadPath,
   sendJson,
   sendMethodNotAllowed,
   sendUnauthorized,
   type RouteHandler,
 } from '../../src/app/http.js';
-import { sayRequest, sendInvalid } from '../../src/app/say-request.js';
+import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/app/say-request.js';
+import { EventStream } from '../../src/http/event-stream.js';
 import { publicResult, type CallEvent } from './call-events.js';
 import { CallNotActiveError, type Call } from './call.js';
 import type { MediaStreamServer } from './server.js';
-
-const MAX_BODY_BYTES = 64 * 1024;
-/** A comment line keeps proxies from closing an idle event stream. */
-const SSE_KEEPALIVE_MS = 15_000;
 
 function snake(result: ReturnType<typeof publicResult>): Record<string, unknown> {
   return {
@@ -56,7 +55,8 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
       return true;
     }
     const method = req.method ?? 'GET';
-    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    const parts = pathSegments(path);
+    if (!parts) return sendBadPath(res);
     if (parts.length === 0) {
       if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
       sendJson(res, 200, { calls: calls.list().map(describe) });
@@ -98,7 +98,7 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
 }
 
 async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+  const read = await readJsonBody(req, res, SAY_MAX_BODY_BYTES);
   if (!read) return;
   const parsed = sayRequest.safeParse(read.body);
   if (!parsed.success) {
@@ -141,33 +141,20 @@ function resumeAfter(req: IncomingMessage, url: URL): number | undefined {
 }
 
 function events(call: Call, req: IncomingMessage, res: ServerResponse, url: URL): void {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-  });
-  const write = (event: CallEvent): void => {
-    res.write(`id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-  };
+  const stream = new EventStream(req, res);
   // A snapshot first, so a late subscriber knows where the call stands; then what it missed, if asked.
-  res.write(`event: call.state\ndata: ${JSON.stringify(describe(call))}\n\n`);
+  stream.send('call.state', describe(call));
   const after = resumeAfter(req, url);
   const missed = after === undefined ? [] : call.eventsAfter(after);
-  for (const event of missed) write(event);
-  const keepalive = setInterval(() => res.write(': keepalive\n\n'), SSE_KEEPALIVE_MS);
-  const stop = (): void => {
-    clearInterval(keepalive);
-    call.off('event', onEvent);
-    res.end();
-  };
-  const onEvent = (event: CallEvent): void => {
-    write(event);
-    if (event.type === 'call.ended') stop();
-  };
+  for (const event of missed) if (!stream.send(event.type, event, event.seq)) return;
   if (call.state.status === 'ended') {
-    stop();
+    stream.close();
     return;
   }
+  const onEvent = (event: CallEvent): void => {
+    stream.send(event.type, event, event.seq);
+    if (event.type === 'call.ended') stream.close();
+  };
   call.on('event', onEvent);
-  req.on('close', stop);
+  stream.whenClosed(() => call.off('event', onEvent));
 }

@@ -1,7 +1,8 @@
 /**
  * The media-stream server: one WebSocket endpoint per gateway (`/media/<gateway>`) on the app's HTTP
- * server. Each connection is a call. Authentication happens on the upgrade; limits (calls, message
- * size, message rate) close only the offending connection, with a close code that says why.
+ * server. Each connection is a call. Authentication happens on the upgrade; limits (calls, connections
+ * still waiting for their start message, message size, message rate) close only the offending
+ * connection, with a close code and a reason that say why.
  */
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -12,18 +13,37 @@ import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import type { WireFormat } from '../../src/speaker/sink.js';
 import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
-import { Call, type CallSettings } from './call.js';
+import type { CallEvent } from './call-events.js';
+import { Call, type CallRefusal, type CallSettings } from './call.js';
+import { CLOSE, closeReason } from './close-codes.js';
 import type { OnsetDetector } from './caller-audio.js';
-import type { GatewayName, GatewayProtocol } from './protocols/types.js';
+import type { GatewayName, GatewayProtocol, StreamInfo } from './protocols/types.js';
+
+export { CLOSE } from './close-codes.js';
 
 export interface MediaStreamLimits {
+  /** Calls that have started (sent their start message) at once; more are refused with 1013. */
   maxCalls: number;
+  /**
+   * Connections without a start message yet, at once; more are refused with 1013. Counted apart from
+   * `maxCalls`, so sockets that never start cannot keep a real call out.
+   */
+  maxPendingSockets: number;
+  /** A connection without a start message this long after it opened is closed (1008). */
+  startTimeoutMs: number;
   maxPayloadBytes: number;
   maxMessagesPerSecond: number;
 }
 
+/** The app's check of Host and Origin (src/http/web-guard.ts), run on every upgrade after authentication. */
+export interface UpgradeGuard {
+  checkUpgrade(req: IncomingMessage, authenticated: boolean): { ok: true } | { ok: false; reason: string };
+}
+
 export interface MediaStreamServerOptions {
   server: Server;
+  /** None: any Host and Origin (tests of the protocol alone). */
+  guard?: UpgradeGuard;
   protocols: Readonly<Partial<Record<GatewayName, GatewayProtocol>>>;
   settings: CallSettings;
   limits: MediaStreamLimits;
@@ -36,33 +56,34 @@ export interface MediaStreamServerOptions {
   post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
 }
 
-/** RFC 6455 close codes used here. */
-export const CLOSE = {
-  normal: 1000,
-  goingAway: 1001,
-  policy: 1008,
-  tooBig: 1009,
-  tryAgainLater: 1013,
-} as const;
-
 const PATH = /^\/media\/([a-z]+)(?:\/([^/]+))?\/?$/;
 /** The message-rate budget is checked over this window, so short bursts (a reconnect's backlog) pass. */
 const RATE_WINDOW_MS = 2000;
 
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  503: 'Service Unavailable',
+};
+
 function reject(socket: Duplex, status: number, reason: string): void {
   const text = JSON.stringify({ error: reason });
   socket.end(
-    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Not Found'}\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Not Found'}\r\n` +
       `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
   );
 }
 
 export class MediaStreamServer {
+  /** Every connection's call, started or not, until it ends. */
   private readonly calls = new Set<Call>();
+  /** Those of `calls` still waiting for their start message. */
+  private readonly pending = new Set<Call>();
   private readonly wss: WebSocketServer;
   private readonly options: MediaStreamServerOptions;
   private readonly onUpgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   private readonly callStarted = new Set<(call: Call) => void>();
+  private accepting = true;
 
   constructor(options: MediaStreamServerOptions) {
     this.options = options;
@@ -88,6 +109,27 @@ export class MediaStreamServer {
 
   get(id: string): Call | undefined {
     for (const c of this.calls) if (c.id === id) return c;
+    return undefined;
+  }
+
+  /** Calls that have started: what `maxCalls` counts. */
+  private get startedCalls(): number {
+    return this.calls.size - this.pending.size;
+  }
+
+  /**
+   * Whether a call may start: room under `maxCalls` (pending connections race for it), and no other
+   * connection already carrying its id. Two connections under one id would both be listed while the
+   * control API reaches only the first, so the second is refused and the first keeps the call.
+   */
+  private admit(stream: StreamInfo): CallRefusal | undefined {
+    if (this.startedCalls >= this.options.limits.maxCalls)
+      return { code: CLOSE.tryAgainLater, reason: 'too many calls' };
+    if (this.get(stream.callId)) {
+      // The whole reason must fit in a close frame (123 bytes): a long id is cut, not the sentence.
+      const id = stream.callId.length > 64 ? `${stream.callId.slice(0, 64)}…` : stream.callId;
+      return { code: CLOSE.policy, reason: `call id ${id} is already connected` };
+    }
     return undefined;
   }
 
@@ -118,16 +160,33 @@ export class MediaStreamServer {
       reject(socket, verdict.status, verdict.reason);
       return;
     }
+    const guarded = this.options.guard?.checkUpgrade(req, verdict.authenticated) ?? { ok: true };
+    if (!guarded.ok) {
+      this.options.logger.warn(
+        { gateway: protocol.name, host: req.headers.host, origin: req.headers.origin },
+        guarded.reason,
+      );
+      reject(socket, 403, guarded.reason);
+      return;
+    }
     const urlParameters: Record<string, string> = {};
     for (const [k, v] of url.searchParams) if (k !== 'token') urlParameters[k] = v;
     this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, protocol, urlParameters));
   }
 
   private connect(ws: WebSocket, protocol: GatewayProtocol, urlParameters: Record<string, string>): void {
-    const { limits, logger } = this.options;
-    if (this.calls.size >= limits.maxCalls) {
-      logger.warn({ gateway: protocol.name, calls: this.calls.size }, 'call refused: at maxCalls');
+    const { limits, logger, clock } = this.options;
+    if (this.startedCalls >= limits.maxCalls) {
+      logger.warn({ gateway: protocol.name, calls: this.startedCalls }, 'call refused: at maxCalls');
       ws.close(CLOSE.tryAgainLater, 'too many calls');
+      return;
+    }
+    if (this.pending.size >= limits.maxPendingSockets) {
+      logger.warn(
+        { gateway: protocol.name, pending: this.pending.size },
+        'connection refused: at maxPendingSockets',
+      );
+      ws.close(CLOSE.tryAgainLater, 'too many connections waiting for a start message');
       return;
     }
     const call: Call = new Call({
@@ -141,7 +200,7 @@ export class MediaStreamServer {
           ws.send(message, { binary: typeof message !== 'string' }, onSent);
         },
       },
-      close: (code, reason) => ws.close(code, reason),
+      close: (code, reason) => ws.close(code, closeReason(reason)),
       source: this.options.source,
       ...(this.options.cache ? { cache: this.options.cache } : {}),
       clock: this.options.clock,
@@ -150,8 +209,35 @@ export class MediaStreamServer {
       ...(this.options.detector ? { detector: this.options.detector } : {}),
       ...(this.options.post ? { post: this.options.post } : {}),
       urlParameters,
+      admit: (stream) => this.admit(stream),
     });
     this.calls.add(call);
+    this.pending.add(call);
+    // Until the start message comes: a socket that never sends one is closed, not kept forever.
+    const waiting = new AbortController();
+    clock.sleepUntil(clock.now() + limits.startTimeoutMs, waiting.signal).then(
+      () => {
+        if (call.state.status !== 'connecting') return;
+        const reason = `no start message within ${limits.startTimeoutMs} ms`;
+        logger.warn({ gateway: protocol.name, reason }, 'connection closed: no start message');
+        ws.close(CLOSE.policy, reason);
+        call.end(reason);
+      },
+      () => undefined,
+    );
+    const onStarted = (event: CallEvent): void => {
+      if (event.type !== 'call.started') return;
+      call.off('event', onStarted);
+      this.pending.delete(call);
+      waiting.abort();
+    };
+    call.on('event', onStarted);
+    // An ended call leaves the registry at once, not when its socket has finished closing.
+    call.once('ended', () => {
+      waiting.abort();
+      this.pending.delete(call);
+      this.calls.delete(call);
+    });
     for (const listener of this.callStarted) listener(call);
 
     let windowStart = performance.now();
@@ -176,17 +262,24 @@ export class MediaStreamServer {
     });
     ws.on('close', (code) => {
       call.end(`connection closed (${code})`);
-      this.calls.delete(call);
     });
     call.once('ended', () => {
       if (ws.readyState === ws.OPEN) ws.close(CLOSE.normal, 'call ended');
     });
   }
 
-  /** Ends every call (the process is stopping) and stops accepting new ones. */
-  /** Refuses new connections (shutting down); calls already connected go on. */
+  /**
+   * Refuses new connections (shutting down) with 503; calls already connected go on. Answered, not just
+   * left to other 'upgrade' listeners (the connection limit counts upgrades): none of them would.
+   */
   stopAccepting(): void {
+    if (!this.accepting) return;
+    this.accepting = false;
     this.options.server.off('upgrade', this.onUpgrade);
+    this.options.server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
+      socket.on('error', () => undefined);
+      reject(socket, 503, 'shutting down');
+    });
   }
 
   /** Whether any call is speaking or has speech queued. */

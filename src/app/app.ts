@@ -23,6 +23,8 @@ import { LocalSpeechService } from '../service/index.js';
 import { systemClock } from '../speaker/clock.js';
 import { PhraseCache } from '../speaker/phrase-cache.js';
 import { SpeechClient } from '../speech/client.js';
+import { limitConnections, type ConnectionLimit } from '../http/connection-limit.js';
+import { isLoopbackHost, WebGuard } from '../http/web-guard.js';
 import { SCOPES, type LoadedConfig } from './config.js';
 import { sendJson, type RouteHandler } from './http.js';
 import { VoxbridgeMetrics } from './metrics.js';
@@ -45,6 +47,8 @@ export interface App {
   /** Discord voice in every guild (driven by the bot and by the control API at `/discord`). */
   readonly discord: DiscordGuilds;
   readonly metrics: VoxbridgeMetrics;
+  /** Connections open now and refused at `server.maxConnections`. */
+  readonly connections: ConnectionLimit;
   /** The bot, once logged in (only when DISCORD_TOKEN is set). */
   readonly discordBot: () => DiscordBot | undefined;
   /**
@@ -70,8 +74,30 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   const mounts: Array<{ prefix: string; handler: RouteHandler }> = [];
   let ready = false;
 
-  const server = createServer((req, res) => void dispatch(req, res));
+  const { server: serverConfig } = config;
+  const server = createServer(
+    {
+      headersTimeout: serverConfig.headersTimeoutMs,
+      requestTimeout: serverConfig.requestTimeoutMs,
+      keepAliveTimeout: serverConfig.keepAliveTimeoutMs,
+      // Timeouts are enforced by a periodic sweep; the default (30 s) lets slow clients linger.
+      connectionsCheckingInterval: Math.min(1000, serverConfig.headersTimeoutMs / 2),
+    },
+    (req, res) => void dispatch(req, res),
+  );
+  const connections = limitConnections(server, {
+    maxConnections: serverConfig.maxConnections,
+    firstRequestTimeoutMs: serverConfig.headersTimeoutMs,
+    onRefused: (open) => logger.warn({ open }, 'connection refused: at server.maxConnections'),
+  });
+  const guard = new WebGuard({ allowedHosts: serverConfig.allowedHosts });
   async function dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const verdict = guard.checkRequest(req);
+    if (!verdict.ok) {
+      logger.warn({ host: req.headers.host, origin: req.headers.origin, method: req.method }, verdict.reason);
+      sendJson(res, 403, { error: verdict.reason });
+      return;
+    }
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
@@ -112,25 +138,37 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   let service: LocalSpeechService | undefined;
   let generatedApiKey: string | undefined;
   let apiKey = secrets.speechApiKey;
+  /** The key voxbridge's own client sends: SPEECH_API_KEY for a remote service, an internal one here. */
+  let clientKey = apiKey;
   let baseUrl = config.speech.baseUrl;
   let pathPrefix = config.speech.pathPrefix;
   try {
     if (baseUrl === null) {
       if (!apiKey) apiKey = generatedApiKey = randomBytes(24).toString('base64url');
+      // voxbridge speaks (calls, Discord) with a key of its own that never leaves the process, allowed
+      // service.internalMaxConcurrent requests (by default a segment playing and the next prefetching per
+      // call). Every key a person holds, SPEECH_API_KEY included, gets the documented per-key limit. The
+      // internal key sees SPEECH_API_KEY's voices, so voices added with it are the ones calls speak in.
+      const internalKey = randomBytes(32).toString('base64url');
       const keys = [
-        // voxbridge's own key: every call may have a segment playing and the next one prefetching.
         {
-          id: 'default',
-          key: apiKey,
+          id: 'voxbridge',
+          owner: 'default',
+          key: internalKey,
           scopes: SCOPES,
-          maxConcurrent: Math.max(config.service.maxConcurrentPerKey, 2 * config.calls.maxCalls),
+          maxConcurrent:
+            config.service.internalMaxConcurrent ??
+            Math.max(config.service.maxConcurrentPerKey, 2 * config.calls.maxCalls),
         },
+        { id: 'default', key: apiKey, scopes: SCOPES, maxConcurrent: config.service.maxConcurrentPerKey },
         ...config.service.keys.map((k) => ({
           id: k.id,
           key: secrets.serviceKeys.get(k.id)!,
           scopes: k.scopes,
+          maxConcurrent: config.service.maxConcurrentPerKey,
         })),
       ];
+      clientKey = internalKey;
       service = await LocalSpeechService.start({
         dataDir: resolve(config.dataDir),
         keys,
@@ -155,7 +193,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   const client = new SpeechClient({
     baseUrl,
     pathPrefix,
-    apiKey: apiKey ?? '',
+    apiKey: clientKey ?? '',
     authHeader: config.speech.authHeader,
     firstByteTimeoutMs: config.speech.firstByteTimeoutMs,
     idleTimeoutMs: config.speech.idleTimeoutMs,
@@ -174,6 +212,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
   const calls = new MediaStreamServer({
     server,
+    guard,
     protocols,
     settings: {
       voiceId: config.calls.voiceId,
@@ -191,6 +230,8 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     },
     limits: {
       maxCalls: config.calls.maxCalls,
+      maxPendingSockets: config.calls.maxPendingSockets,
+      startTimeoutMs: config.calls.startTimeoutMs,
       maxPayloadBytes: config.calls.maxPayloadBytes,
       maxMessagesPerSecond: config.calls.maxMessagesPerSecond,
     },
@@ -259,7 +300,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   });
   calls.onCall((call) => {
     metrics.watchCall(call);
-    logCallEvents(call, logger.child({ part: 'calls', callId: call.id }));
+    logCallEvents(call, logger.child({ part: 'calls', gateway: call.gateway }));
   });
   mounts.push({ prefix: '/metrics', handler: metrics.handler(secrets.controlToken) });
   // The browser phone: `GET /` and its routes under `/phone`.
@@ -279,8 +320,17 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');
   }
 
+  if (!isLoopbackHost(serverConfig.host) && serverConfig.allowedHosts.length === 0)
+    logger.warn(
+      { host: serverConfig.host },
+      'server.allowedHosts is empty: only requests to an IP address or a loopback name are answered; ' +
+        'add the host names gateways and browsers use (ALLOWED_HOSTS=voxbridge.example.com)',
+    );
   ready = true;
-  logger.info({ url, speech: service ? 'embedded' : 'remote', speechBaseUrl: baseUrl }, 'voxbridge ready');
+  logger.info(
+    { url, speech: service ? 'embedded' : 'remote', speechBaseUrl: client.redactedBaseUrl },
+    'voxbridge ready',
+  );
   // The bot logs in after the service is up: Discord being slow or unreachable does not hold the rest.
   let botStarting: Promise<void> | undefined;
   if (secrets.discordToken) {
@@ -311,6 +361,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     calls,
     discord,
     metrics,
+    connections,
     discordBot: () => bot,
     async close({ graceMs = 0 } = {}) {
       ready = false;
@@ -331,11 +382,16 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   };
 }
 
-/** One log line per call event (the control API's event stream), with the call's id. */
+/**
+ * One log line per call event (the control API's event stream), with the call's id as the event has
+ * it: the gateway's (Twilio's callSid, …) from the start message on, the id `/calls/{id}` takes; and
+ * the stream id once there is one.
+ */
 function logCallEvents(call: Call, logger: Logger): void {
   const onEvent = (event: CallEvent): void => {
-    const { seq: _seq, at: _at, callId: _callId, type, ...fields } = event;
-    logger.info(fields, type);
+    const { seq: _seq, at: _at, callId, type, ...fields } = event;
+    const { streamId } = call;
+    logger.info({ callId, ...(streamId === undefined ? {} : { streamId }), ...fields }, type);
     if (type === 'call.ended') call.off('event', onEvent);
   };
   call.on('event', onEvent);

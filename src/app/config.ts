@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { isIP } from 'node:net';
 import { z } from 'zod';
 import { flowsSchema } from '../flows/schema.js';
+import { isLoopbackHost } from '../http/web-guard.js';
 import { PROJECT_ROOT } from './paths.js';
 
 export const SCOPES = ['speech', 'voices:read', 'voices:write'] as const;
@@ -87,10 +87,29 @@ export const configSchema = z.strictObject({
     port: z.coerce.number().int().min(0).max(65_535),
     /** On SIGTERM/SIGINT, how long speech under way may go on before it is cut (ms). */
     shutdownGraceMs: z.number().int().min(0).max(120_000),
+    /** Host names answered besides loopback names and IP literals (src/http/web-guard.ts). */
+    allowedHosts: z.array(
+      z
+        .string()
+        .regex(/^(\*|\.?[a-z0-9]([a-z0-9.-]*[a-z0-9])?)$/i, 'must be a host name, .domain, or *')
+        .max(253),
+    ),
+    /** Open connections at once (HTTP and WebSocket); past it new ones get 503 and are closed. */
+    maxConnections: z.number().int().min(16).max(1_000_000),
+    /** A connection must send its request headers within this long (slow-loris), ms. */
+    headersTimeoutMs: z.number().int().min(1000).max(300_000),
+    /** A request (headers and body) must arrive within this long, ms; upgrades and responses are not bound. */
+    requestTimeoutMs: z.number().int().min(1000).max(3_600_000),
+    /** An idle keep-alive connection is closed after this long, ms. */
+    keepAliveTimeoutMs: z.number().int().min(100).max(600_000),
   }),
   dataDir: z.string().min(1),
   logLevel: z.enum(LOG_LEVELS),
   speech: z.strictObject({
+    /**
+     * A remote speech service; null mounts the embedded one. `user:password@` in it is sent as
+     * `Authorization: Basic` (besides the key header) and shown as `[redacted]` in logs.
+     */
     baseUrl: z.url({ protocol: /^https?$/ }).nullable(),
     pathPrefix: z.string().regex(/^(\/[^/]+)*$/, 'must be empty or start with / and not end with /'),
     authHeader: z.enum(['ServicePlatform-APIKey', 'xi-api-key']),
@@ -103,12 +122,23 @@ export const configSchema = z.strictObject({
   }),
   service: z.strictObject({
     workers: z.number().int().min(0).max(64),
+    /** Speech requests each key of `keys` may have in flight. */
     maxConcurrentPerKey: z.number().int().positive(),
+    /**
+     * Speech requests voxbridge's own speaking (calls, Discord; an internal key) may have in flight; null:
+     * the larger of maxConcurrentPerKey and 2 × calls.maxCalls (a segment playing and the next prefetching
+     * per call).
+     */
+    internalMaxConcurrent: z.number().int().positive().nullable(),
     keys: z.array(keySchema),
     voices: z.strictObject({
       maxFiles: z.number().int().positive(),
       maxFileBytes: z.number().int().positive(),
       maxTotalBytes: z.number().int().positive(),
+      /** Voice uploads being received or analysed at once, all keys together; more get 429. */
+      maxConcurrentUploads: z.number().int().positive(),
+      /** Bytes of samples the voice store may hold (uploads in progress count); past it, 507. */
+      maxStoreBytes: z.number().int().positive(),
     }),
   }),
   calls: z.strictObject({
@@ -116,6 +146,10 @@ export const configSchema = z.strictObject({
     voiceId: z.string().min(1),
     gateways: z.array(z.enum(GATEWAYS)).min(1),
     maxCalls: z.number().int().positive(),
+    /** Media connections that have not sent their start message yet, counted apart from maxCalls. */
+    maxPendingSockets: z.number().int().positive(),
+    /** A media connection without a start message this long after it opened is closed. */
+    startTimeoutMs: z.number().int().min(100).max(60_000),
     maxPayloadBytes: z.number().int().min(1024),
     maxMessagesPerSecond: z.number().int().positive(),
     leadMs: z.number().int().min(20).max(2000),
@@ -161,14 +195,6 @@ export interface Secrets {
   controlToken: string | undefined;
   /** The Discord bot's token: the bot runs when it is set. */
   discordToken: string | undefined;
-}
-
-/** 127.0.0.0/8, ::1, localhost: only this machine can connect. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '');
-  if (h === 'localhost') return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  return h === '::1' || h === '::ffff:127.0.0.1';
 }
 
 /**
@@ -235,6 +261,11 @@ function envOverrides(env: Env): Record<string, unknown> {
   const server: Record<string, unknown> = {};
   if (env['HOST']) server['host'] = env['HOST'];
   if (env['PORT']) server['port'] = env['PORT'];
+  if (env['ALLOWED_HOSTS'])
+    server['allowedHosts'] = env['ALLOWED_HOSTS']
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
   if (Object.keys(server).length) o['server'] = server;
   if (env['SPEECH_BASE_URL']) o['speech'] = { baseUrl: env['SPEECH_BASE_URL'].replace(/\/+$/, '') };
   if (env['DATA_DIR']) o['dataDir'] = env['DATA_DIR'];

@@ -66,14 +66,24 @@ export function sendMethodNotAllowed(res: ServerResponse, allow: string): true {
   return true;
 }
 
+/** `application/json` or a `+json` type, with any parameters (`; charset=utf-8`). */
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
+
 /**
- * A JSON body, or undefined after answering 413 (too large) or 400 (not JSON) itself.
+ * A JSON body, or undefined after answering 415 (not sent as `application/json`), 413 (too large) or 400
+ * (not JSON) itself. The type is required: a web page can send `text/plain` anywhere without asking the
+ * server first (a "simple" cross-site request), but not `application/json`.
  */
 export async function readJsonBody(
   req: IncomingMessage,
   res: ServerResponse,
   limitBytes: number,
 ): Promise<{ body: unknown } | undefined> {
+  if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
+    sendJson(res, 415, { error: 'the body must be sent as Content-Type: application/json' });
+    req.resume();
+    return undefined;
+  }
   try {
     return { body: JSON.parse((await readBody(req, limitBytes)).toString('utf8')) as unknown };
   } catch (error) {
@@ -81,4 +91,22 @@ export async function readJsonBody(
     else sendJson(res, 400, { error: 'body must be JSON' });
     return undefined;
   }
+}
+
+/**
+ * A route's path split into decoded segments (`/CA%2F1/say` → `['CA/1', 'say']`), or undefined when a
+ * segment is not valid percent-encoding (`%zz`): the caller answers 400.
+ */
+export function pathSegments(path: string): string[] | undefined {
+  try {
+    return path.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Answers 400 for a path that is not valid percent-encoding. */
+export function sendBadPath(res: ServerResponse): true {
+  sendJson(res, 400, { error: 'the path is not valid percent-encoding' });
+  return true;
 }

@@ -4,12 +4,20 @@ import { z } from 'zod';
 import { TEXT_MAX_CHARS } from '../speech/limits.js';
 import { sendJson } from './http.js';
 
+/** Split into sentences and requested one ahead, so a say may be far longer than one request's text. */
+export const SAY_MAX_CHARS = TEXT_MAX_CHARS * 20;
+/**
+ * The largest say body: the longest text at 6 bytes per UTF-16 unit (JSON's `\uXXXX` escape, the worst
+ * any encoder writes; UTF-8 needs at most 3), plus room for the other fields. So a text the schema
+ * accepts is never refused as too large, and nothing much larger is read.
+ */
+export const SAY_MAX_BODY_BYTES = SAY_MAX_CHARS * 6 + 4096;
+
 export const sayRequest = z.strictObject({
-  /** Split into sentences and requested one ahead, so it may be far longer than one request's text. */
   text: z
     .string()
-    .min(1)
-    .max(TEXT_MAX_CHARS * 20),
+    .max(SAY_MAX_CHARS)
+    .refine((t) => t.trim().length > 0, 'text must not be empty'),
   voice_id: z.string().min(1).optional(),
   interruptible: z.boolean().optional(),
   /** Speak before the queue (cutting what plays now when it may be cut). */

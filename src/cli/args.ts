@@ -3,6 +3,7 @@
  * `util.parseArgs` with its errors turned into one-line messages, the global options, and the
  * checks of option values.
  */
+import { redactUrl } from '../speech/base-url.js';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 /** The command line is wrong: exit code 2, with a message saying what is wrong. */
@@ -133,17 +134,23 @@ export function serviceTarget(
     url = new URL(raw);
   } catch {
     throw new UsageError(
-      `${values.url !== undefined ? '--url' : 'SPEECH_BASE_URL'} is not a URL: "${raw}"`,
+      `${values.url !== undefined ? '--url' : 'SPEECH_BASE_URL'} is not a URL: "${redactUrl(raw)}"`,
       command,
     );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new UsageError(`the speech service's URL must be http(s), got "${raw}"`, command);
+    throw new UsageError(`the speech service's URL must be http(s), got "${redactUrl(raw)}"`, command);
   if (url.search !== '' || url.hash !== '')
-    throw new UsageError(`the speech service's URL must have no query or fragment, got "${raw}"`, command);
+    throw new UsageError(
+      `the speech service's URL must have no query or fragment, got "${redactUrl(raw)}"`,
+      command,
+    );
   let path = url.pathname.replace(/\/+$/, '');
   if (path === '') path = DEFAULT_PATH_PREFIX;
-  return { baseUrl: `${url.origin}${path}`, apiKey: values.key ?? env['SPEECH_API_KEY'] ?? '' };
+  // Credentials in the URL stay in it: the client sends them as Basic auth and never shows them.
+  const credentials = url.username || url.password ? `${url.username}:${url.password}@` : '';
+  const base = `${url.protocol}//${credentials}${url.host}${path}`;
+  return { baseUrl: base, apiKey: values.key ?? env['SPEECH_API_KEY'] ?? '' };
 }
 
 /** A command that takes no arguments besides its options. */

@@ -1,4 +1,5 @@
 /** The speech client as the CLI uses it, and what its errors mean to someone at a terminal. */
+import { redactUrl } from '../speech/base-url.js';
 import { SpeechClient } from '../speech/client.js';
 import { SpeechInputError, SpeechServiceError } from '../speech/errors.js';
 import { CliError, UsageError, type ServiceTarget } from './args.js';
@@ -24,10 +25,12 @@ export function explainSpeechError(error: unknown, target: ServiceTarget, comman
     const code = transportCode(error);
     if (code === 'ECONNREFUSED')
       return new CliError(
-        `no speech service at ${target.baseUrl}: start one with \`npm start\` or set SPEECH_BASE_URL`,
+        `no speech service at ${redactUrl(target.baseUrl)}: start one with \`npm start\` or set SPEECH_BASE_URL`,
       );
     if (error.code === 'connection_failed' || error.code === 'request_failed')
-      return new CliError(`cannot reach the speech service at ${target.baseUrl}: ${error.message}`);
+      return new CliError(
+        `cannot reach the speech service at ${redactUrl(target.baseUrl)}: ${error.message}`,
+      );
     return new CliError(error.message);
   }
   if (error.status === 401)

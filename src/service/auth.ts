@@ -3,8 +3,13 @@ import type { IncomingMessage } from 'node:http';
 import type { Scope } from '../app/config.js';
 
 export interface ServiceKey {
-  /** A name for logs and voice ownership; never the key itself. */
+  /** A name for logs and the concurrency limit; never the key itself. */
   readonly id: string;
+  /**
+   * Whose voices the key sees and creates; default `id`. voxbridge's own speaking key shares the owner of
+   * SPEECH_API_KEY, so the voices a user adds with that key are the ones calls can speak in.
+   */
+  readonly owner?: string;
   readonly key: string;
   readonly scopes: readonly Scope[];
   /** Speech requests this key may have in flight; default the service's `maxConcurrentPerKey`. */
@@ -13,6 +18,7 @@ export interface ServiceKey {
 
 export interface Principal {
   readonly id: string;
+  readonly owner: string;
   readonly scopes: ReadonlySet<Scope>;
   readonly maxConcurrent: number | undefined;
 }
@@ -40,7 +46,12 @@ export class KeyRing {
       ids.add(k.id);
       return {
         digest: digest(k.key),
-        principal: { id: k.id, scopes: new Set(k.scopes), maxConcurrent: k.maxConcurrent },
+        principal: {
+          id: k.id,
+          owner: k.owner ?? k.id,
+          scopes: new Set(k.scopes),
+          maxConcurrent: k.maxConcurrent,
+        },
       };
     });
   }

@@ -60,9 +60,7 @@ export async function createEncoder(format: OutputFormat, streamed: boolean): Pr
     case 'pcm_24000':
       return new PcmEncoder(undefined);
     case 'wav_24000':
-      return new PcmEncoder(
-        streamed ? wavHeader({ sampleRate: OUTPUT_SAMPLE_RATE, channels: 1, bitsPerSample: 16 }) : undefined,
-      );
+      return new PcmEncoder(streamed ? streamedWavHeader() : undefined);
     case 'mp3_44100_192':
       return new Mp3Encoder(await createMp3Encoder());
   }
@@ -71,4 +69,9 @@ export async function createEncoder(format: OutputFormat, streamed: boolean): Pr
 /** The header of a whole-body WAV of `dataBytes` bytes of 24 kHz mono s16le. */
 export function wholeWavHeader(dataBytes: number): Uint8Array {
   return wavHeader({ sampleRate: OUTPUT_SAMPLE_RATE, channels: 1, bitsPerSample: 16, dataBytes });
+}
+
+/** The header of a WAV whose length is not known yet: placeholder sizes (speech-api.md). */
+export function streamedWavHeader(): Uint8Array {
+  return wavHeader({ sampleRate: OUTPUT_SAMPLE_RATE, channels: 1, bitsPerSample: 16 });
 }

@@ -11,6 +11,7 @@ const TYPES: Record<number, string> = {
   429: 'rate_limit_error',
   500: 'internal_error',
   503: 'service_unavailable',
+  507: 'insufficient_storage',
 };
 
 /** An error the local service answers with, in the body shape speech-api.md decides. */

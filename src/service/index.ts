@@ -20,6 +20,7 @@ export interface LocalSpeechServiceOptions {
   keys: readonly ServiceKey[];
   /** Engine worker threads; 0 or unset = one per core. */
   workers?: number;
+  /** Speech requests in flight per key, for keys that do not set their own `maxConcurrent`. */
   maxConcurrentPerKey?: number;
   voiceLimits?: Partial<VoiceLimits>;
   logger?: Logger;
@@ -29,7 +30,10 @@ const DEFAULT_VOICE_LIMITS: VoiceLimits = {
   maxFiles: 25,
   maxFileBytes: 11 * 1024 * 1024,
   maxTotalBytes: 50 * 1024 * 1024,
+  maxConcurrentUploads: 4,
+  maxStoreBytes: 1024 * 1024 * 1024,
 };
+const DEFAULT_MAX_CONCURRENT_PER_KEY = 32;
 
 const SPEECH_PATH = /^\/v1\/text-to-speech\/([^/]+)(\/stream)?\/?$/;
 
@@ -47,17 +51,24 @@ export class LocalSpeechService {
     private readonly logger: Logger,
   ) {}
 
+  /** Voice uploads in progress, all keys together (bounded by `voiceLimits.maxConcurrentUploads`). */
+  private readonly uploads = new ConcurrencyLimiter(1);
+
   static async start(options: LocalSpeechServiceOptions): Promise<LocalSpeechService> {
     const logger = options.logger ?? pino({ level: 'silent' });
     const keys = new KeyRing(options.keys);
-    const voices = await VoiceStore.open(options.dataDir, builtInVoices());
+    const voiceLimits = { ...DEFAULT_VOICE_LIMITS, ...options.voiceLimits };
+    const voices = await VoiceStore.open(options.dataDir, builtInVoices(), {
+      logger,
+      maxBytes: voiceLimits.maxStoreBytes,
+    });
     const pool = await EnginePool.start({ workers: options.workers || availableParallelism(), logger });
     return new LocalSpeechService(
       keys,
       pool,
       voices,
-      new ConcurrencyLimiter(options.maxConcurrentPerKey ?? 32),
-      { ...DEFAULT_VOICE_LIMITS, ...options.voiceLimits },
+      new ConcurrencyLimiter(options.maxConcurrentPerKey ?? DEFAULT_MAX_CONCURRENT_PER_KEY),
+      voiceLimits,
       logger,
     );
   }
@@ -149,7 +160,12 @@ export class LocalSpeechService {
       await handleSpeech(deps, req, res, url, principal, voiceId, speech[2] !== undefined, requestId);
       return;
     }
-    const voiceDeps = { voices: this.voices, limits: this.voiceLimits, logger: this.logger };
+    const voiceDeps = {
+      voices: this.voices,
+      limits: this.voiceLimits,
+      uploads: this.uploads,
+      logger: this.logger,
+    };
     if (path === '/v2/voices' || path === '/v2/voices/') {
       this.allow(method, 'GET');
       handleListVoices(voiceDeps, res, url, this.authorize(req, 'voices:read'), requestId);

@@ -8,12 +8,13 @@ import {
   checkText,
   checkVoiceSettings,
   DEFAULT_MODEL_ID,
+  TEXT_MAX_CHARS,
   textLength,
   VOICE_SETTING_RANGES,
   type VoiceSettings,
 } from '../speech/limits.js';
 import type { Principal } from './auth.js';
-import { createEncoder, wholeWavHeader } from './encoders.js';
+import { createEncoder, streamedWavHeader, wholeWavHeader } from './encoders.js';
 import type { EnginePool } from './engine/pool.js';
 import { badRequest, ServiceHttpError } from './http-errors.js';
 import type { ConcurrencyLimiter } from './limiter.js';
@@ -71,8 +72,9 @@ async function parseInput(req: IncomingMessage, url: URL): Promise<SpeechInput> 
     checkModelId(b['model_id'] ?? undefined) ??
     checkVoiceSettings(b['voice_settings']);
   if (problem) {
+    // Only text that is too long is over the limit; empty or whitespace-only text is just invalid.
     const code =
-      problem.field === 'text' && typeof b['text'] === 'string' && textLength(b['text']) > 0
+      problem.field === 'text' && typeof b['text'] === 'string' && textLength(b['text']) > TEXT_MAX_CHARS
         ? 'max_character_limit_exceeded'
         : 'invalid_parameters';
     throw badRequest(problem.message, problem.field, code);
@@ -123,7 +125,7 @@ export async function handleSpeech(
   const input = await parseInput(req, url);
   const voice = deps.voices.get(voiceId);
   // Another key's voice is as invisible as a missing one: its existence is not disclosed.
-  if (!voice || (voice.owner !== null && voice.owner !== principal.id))
+  if (!voice || (voice.owner !== null && voice.owner !== principal.owner))
     throw new ServiceHttpError(404, 'voice_not_found', `voice ${voiceId} was not found`, 'voice_id');
   const release = deps.limiter.tryAcquire(principal.id, principal.maxConcurrent);
   if (!release)
@@ -213,6 +215,16 @@ async function stream(
   }
 }
 
+/** What a whole body may hold in memory before it is streamed instead: ~20 s of 24 kHz PCM. */
+export const WHOLE_BODY_MEMORY_BYTES = 1024 * 1024;
+
+/**
+ * The whole body. A short one (the usual case) is held until synthesis ends and sent with its
+ * Content-Length and, for WAV, a header with the real sizes (speech-api.md). One that outgrows
+ * WHOLE_BODY_MEMORY_BYTES (5000 CJK characters make 79 MB) is not held: from then on it goes out as it
+ * is produced, chunked, still one body (a WAV header then has the streaming placeholder sizes, as
+ * `/stream` sends), each write waiting for the client. Memory per request stays bounded either way.
+ */
 async function whole(
   res: ServerResponse,
   headers: Record<string, string>,
@@ -221,22 +233,45 @@ async function whole(
   audio: AsyncGenerator<Int16Array>,
   signal: AbortSignal,
 ): Promise<void> {
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  const add = (b: Uint8Array): void => {
-    if (b.byteLength === 0) return;
-    // PCM chunks are views of transferred buffers that nothing reuses; MP3 chunks are already copies.
-    parts.push(b);
-    size += b.byteLength;
-  };
-  for await (const samples of audio) add(encoder.push(samples));
-  add(encoder.end());
-  signal.throwIfAborted();
-  if (format === 'wav_24000') {
-    parts.unshift(wholeWavHeader(size));
-    size += parts[0]!.byteLength;
+  const held: Uint8Array[] = [];
+  let heldBytes = 0;
+  let streaming = false;
+  try {
+    for await (const samples of audio) {
+      const bytes = encoder.push(samples);
+      if (streaming) {
+        await write(res, bytes, signal);
+        continue;
+      }
+      held.push(bytes);
+      heldBytes += bytes.byteLength;
+      if (heldBytes > WHOLE_BODY_MEMORY_BYTES) {
+        streaming = true;
+        res.writeHead(200, headers);
+        if (format === 'wav_24000') res.write(streamedWavHeader());
+        for (const part of held.splice(0)) await write(res, part, signal);
+      }
+    }
+    const tail = encoder.end();
+    if (streaming) {
+      await write(res, tail, signal);
+      res.end();
+      return;
+    }
+    held.push(tail);
+    heldBytes += tail.byteLength;
+    signal.throwIfAborted();
+    const header = format === 'wav_24000' ? wholeWavHeader(heldBytes) : undefined;
+    res.writeHead(200, { ...headers, 'content-length': String(heldBytes + (header?.byteLength ?? 0)) });
+    if (header) res.write(header);
+    for (const part of held) await write(res, part, signal);
+    res.end();
+  } catch (error) {
+    // After the headers, only a cut connection says it failed: a clean end would look like success.
+    if (streaming) {
+      res.destroy(error instanceof Error ? error : undefined);
+      return;
+    }
+    throw error;
   }
-  res.writeHead(200, { ...headers, 'content-length': String(size) });
-  for (const p of parts) res.write(p);
-  res.end();
 }

@@ -1,30 +1,36 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import busboy from 'busboy';
 import type { Logger } from 'pino';
 import { sendJson } from '../app/http.js';
 import type { Principal } from './auth.js';
 import { badRequest, ServiceHttpError } from './http-errors.js';
+import type { ConcurrencyLimiter } from './limiter.js';
 import { analyzeSamples } from './voices/analyze-samples.js';
 import { UnsupportedSampleError } from './voices/decode.js';
 import { deriveEngineParams } from './voices/params.js';
-import type { StoredVoice, VoiceStore } from './voices/store.js';
+import { VoiceStoreFullError, type StoredVoice, type VoiceStore } from './voices/store.js';
+import { receiveUpload, storeFull, type UploadLimits } from './voices/upload.js';
 
-export interface VoiceLimits {
-  readonly maxFiles: number;
-  readonly maxFileBytes: number;
-  readonly maxTotalBytes: number;
+export interface VoiceLimits extends UploadLimits {
+  /** Uploads received or analysed at once, all keys together. */
+  readonly maxConcurrentUploads: number;
+  /** Bytes of samples the store may hold. */
+  readonly maxStoreBytes: number;
 }
 
 export interface VoicesRouteDeps {
   readonly voices: VoiceStore;
   readonly limits: VoiceLimits;
+  /** Uploads in progress, counted under one key: the bound is the machine's, not a client's. */
+  readonly uploads: ConcurrencyLimiter;
   readonly logger: Logger;
 }
 
 const MAX_PAGE_SIZE = 100;
 const DEFAULT_PAGE_SIZE = 10;
 const MAX_NAME_CHARS = 100;
-const MAX_FIELD_BYTES = 64 * 1024;
+const UPLOADS_KEY = 'uploads';
+/** An upload takes seconds (receiving, then analysing in a worker): retry after a few. */
+const UPLOAD_RETRY_AFTER_SECONDS = 5;
 
 /** The public shape of a voice (owner and engine parameters stay inside). */
 function voiceJson(v: StoredVoice): Record<string, unknown> {
@@ -109,7 +115,7 @@ export function handleListVoices(
   const offset = token ? decodeToken(token) : 0;
   const search = url.searchParams.get('search')?.trim().toLowerCase();
 
-  let list = deps.voices.visibleTo(principal.id);
+  let list = deps.voices.visibleTo(principal.owner);
   if (search)
     list = list.filter((v) =>
       [v.name, v.description ?? '', ...Object.values(v.labels)].some((s) => s.toLowerCase().includes(search)),
@@ -139,86 +145,6 @@ export function handleListVoices(
   );
 }
 
-interface Upload {
-  fields: Map<string, string>;
-  files: Array<{ fileName: string; mimeType: string; data: Buffer }>;
-}
-
-function readMultipart(req: IncomingMessage, limits: VoiceLimits): Promise<Upload> {
-  const type = req.headers['content-type'] ?? '';
-  if (!type.toLowerCase().startsWith('multipart/form-data'))
-    return Promise.reject(badRequest('body must be multipart/form-data', 'body'));
-  return new Promise((resolve, reject) => {
-    const upload: Upload = { fields: new Map(), files: [] };
-    let total = 0;
-    let failed: ServiceHttpError | undefined;
-    const fail = (e: ServiceHttpError): void => {
-      failed ??= e;
-      req.unpipe(parser);
-      req.resume();
-      reject(failed);
-    };
-    let parser: busboy.Busboy;
-    try {
-      parser = busboy({
-        headers: req.headers,
-        limits: {
-          files: limits.maxFiles,
-          fileSize: limits.maxFileBytes,
-          fields: 32,
-          fieldSize: MAX_FIELD_BYTES,
-        },
-      });
-    } catch (error) {
-      reject(badRequest(`malformed multipart body: ${(error as Error).message}`, 'body'));
-      return;
-    }
-    parser.on('field', (name, value, info) => {
-      if (info.valueTruncated) fail(badRequest(`field ${name} is too long`, name));
-      else upload.fields.set(name, value);
-    });
-    parser.on('file', (name, stream, info) => {
-      if (name !== 'files') {
-        stream.resume();
-        fail(badRequest(`unexpected file field ${name}; samples go in "files"`, name));
-        return;
-      }
-      const parts: Buffer[] = [];
-      let size = 0;
-      stream.on('data', (d: Buffer) => {
-        size += d.length;
-        total += d.length;
-        if (total > limits.maxTotalBytes)
-          fail(badRequest(`samples exceed ${limits.maxTotalBytes} bytes in all`, 'files', 'file_too_large'));
-        else parts.push(d);
-      });
-      stream.on('limit', () =>
-        fail(
-          badRequest(`file ${info.filename} exceeds ${limits.maxFileBytes} bytes`, 'files', 'file_too_large'),
-        ),
-      );
-      stream.on('end', () => {
-        if (!failed)
-          upload.files.push({
-            fileName: info.filename || 'sample',
-            mimeType: info.mimeType,
-            data: Buffer.concat(parts, size),
-          });
-      });
-    });
-    parser.on('filesLimit', () =>
-      fail(badRequest(`at most ${limits.maxFiles} files may be sent`, 'files', 'too_many_files')),
-    );
-    parser.on('error', (error: Error) =>
-      fail(badRequest(`malformed multipart body: ${error.message}`, 'body')),
-    );
-    parser.on('close', () => {
-      if (!failed) resolve(upload);
-    });
-    req.pipe(parser);
-  });
-}
-
 function parseLabels(raw: string | undefined): Record<string, string> {
   if (raw === undefined || raw === '') return {};
   let parsed: unknown;
@@ -245,30 +171,66 @@ export async function handleAddVoice(
   principal: Principal,
   requestId: string,
 ): Promise<void> {
-  const upload = await readMultipart(req, deps.limits);
-  const name = upload.fields.get('name')?.trim();
+  // Refused before a byte of the body is read: each upload costs disk, a worker thread and its memory.
+  const release = deps.uploads.tryAcquire(UPLOADS_KEY, deps.limits.maxConcurrentUploads);
+  if (!release)
+    throw new ServiceHttpError(
+      429,
+      'concurrent_limit_exceeded',
+      `${deps.limits.maxConcurrentUploads} voice uploads are in progress; try again shortly`,
+      undefined,
+      UPLOAD_RETRY_AFTER_SECONDS,
+    );
+  // The answer (this one, or an error's) goes out once the upload's files and slot are given back, so
+  // a client that uploads again right after it is not refused for its own previous upload.
+  let voice: StoredVoice;
+  try {
+    const upload = await receiveUpload(req, deps.voices, deps.limits);
+    try {
+      voice = await addVoice(deps, upload.fields, upload.files, principal);
+    } finally {
+      await upload.dispose();
+    }
+  } finally {
+    release();
+  }
+  deps.logger.info(
+    { requestId, voiceId: voice.voice_id, owner: principal.owner, engine: voice.engine },
+    'voice added',
+  );
+  sendJson(res, 200, { voice_id: voice.voice_id, requires_verification: false }, { 'request-id': requestId });
+}
+
+async function addVoice(
+  deps: VoicesRouteDeps,
+  fields: ReadonlyMap<string, string>,
+  files: Awaited<ReturnType<typeof receiveUpload>>['files'],
+  principal: Principal,
+): Promise<StoredVoice> {
+  const name = fields.get('name')?.trim();
   if (!name) throw badRequest('name is required', 'name');
   if (name.length > MAX_NAME_CHARS)
     throw badRequest(`name is longer than ${MAX_NAME_CHARS} characters`, 'name');
-  if (upload.files.length === 0)
-    throw badRequest('at least one audio sample is required in "files"', 'files');
-  const labels = parseLabels(upload.fields.get('labels'));
+  if (files.length === 0) throw badRequest('at least one audio sample is required in "files"', 'files');
+  const labels = parseLabels(fields.get('labels'));
   let analyses;
   try {
-    analyses = await analyzeSamples(upload.files);
+    analyses = await analyzeSamples(files);
   } catch (error) {
     if (error instanceof UnsupportedSampleError) throw badRequest(error.message, 'files', 'invalid_audio');
     throw error;
   }
-  const engine = deriveEngineParams(analyses);
-  const voice = await deps.voices.add({
-    name,
-    owner: principal.id,
-    description: upload.fields.get('description') || null,
-    labels,
-    engine,
-    files: upload.files,
-  });
-  deps.logger.info({ requestId, voiceId: voice.voice_id, owner: principal.id, engine }, 'voice added');
-  sendJson(res, 200, { voice_id: voice.voice_id, requires_verification: false }, { 'request-id': requestId });
+  try {
+    return await deps.voices.add({
+      name,
+      owner: principal.owner,
+      description: fields.get('description') || null,
+      labels,
+      engine: deriveEngineParams(analyses),
+      files,
+    });
+  } catch (error) {
+    if (error instanceof VoiceStoreFullError) throw storeFull(deps.voices);
+    throw error;
+  }
 }

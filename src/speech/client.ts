@@ -4,6 +4,7 @@
  * connection; retries only before the first audio byte; every call cancellable by its signal.
  */
 import { Pool } from 'undici';
+import { parseBaseUrl, redactUrl } from './base-url.js';
 import { SpeechServiceError } from './errors.js';
 import { FORMAT_INFO, type OutputFormat } from './formats.js';
 import { headerValue } from './http-errors.js';
@@ -62,7 +63,11 @@ export interface StreamMetrics {
 }
 
 export interface SpeechClientOptions {
-  /** e.g. `http://127.0.0.1:8080` (a path, if any, is kept in front of the prefix). */
+  /**
+   * e.g. `http://127.0.0.1:8080` (a path, if any, is kept in front of the prefix). `user:password@`
+   * in it is sent as `Authorization: Basic` (for a proxy in front of the service), besides the key in
+   * `authHeader`, and scrubbed from error messages; log it only through `redactUrl`.
+   */
   baseUrl: string;
   /** Default `/api/speech`; `''` for ElevenLabs itself. */
   pathPrefix?: string;
@@ -150,27 +155,30 @@ async function readJson(response: OpenResponse): Promise<unknown> {
 }
 
 export class SpeechClient {
+  /** The base URL as given, its `user:password@` replaced by `[redacted]`: the form to log. */
+  readonly redactedBaseUrl: string;
   readonly #pool: Pool;
   readonly #transport: Transport;
   readonly #apiKey: string;
   readonly #authHeader: AuthHeader;
+  readonly #basicAuth: string | undefined;
   readonly #onStreamMetrics: ((m: StreamMetrics) => void) | undefined;
   #closed = false;
 
   constructor(options: SpeechClientOptions) {
-    const url = new URL(options.baseUrl);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw new TypeError(`SpeechClient: baseUrl must be http(s), got ${url.protocol}`);
+    const base = parseBaseUrl(options.baseUrl);
+    this.redactedBaseUrl = redactUrl(options.baseUrl);
     if (typeof options.apiKey !== 'string') throw new TypeError('SpeechClient: apiKey must be a string');
     this.#apiKey = options.apiKey;
     this.#authHeader = options.authHeader ?? 'ServicePlatform-APIKey';
+    this.#basicAuth = base.authorization;
     this.#onStreamMetrics = options.onStreamMetrics;
-    this.#pool = new Pool(url.origin, {
+    this.#pool = new Pool(base.origin, {
       connections: Math.floor(positive('connections', options.connections, DEFAULT_CONNECTIONS)),
     });
     this.#transport = new Transport({
       pool: this.#pool,
-      basePath: url.pathname.replace(/\/+$/, '') + normalizePrefix(options.pathPrefix ?? DEFAULT_PATH_PREFIX),
+      basePath: base.path + normalizePrefix(options.pathPrefix ?? DEFAULT_PATH_PREFIX),
       firstByteTimeoutMs: positive(
         'firstByteTimeoutMs',
         options.firstByteTimeoutMs,
@@ -193,7 +201,7 @@ export class SpeechClient {
           true,
         ),
       },
-      secrets: options.apiKey === '' ? [] : [options.apiKey],
+      secrets: [...(options.apiKey === '' ? [] : [options.apiKey]), ...base.secrets],
     });
   }
 
@@ -208,6 +216,7 @@ export class SpeechClient {
         body: prepared.body,
         idempotent: true,
         emptyCode: 'empty_audio',
+        audioFormat: prepared.outputFormat,
       },
       opts.signal,
     );
@@ -245,6 +254,7 @@ export class SpeechClient {
         body: prepared.body,
         idempotent: true,
         emptyCode: 'empty_audio',
+        audioFormat: prepared.outputFormat,
       },
       opts.signal,
     );
@@ -311,6 +321,8 @@ export class SpeechClient {
     const headers: Record<string, string> = { accept, 'user-agent': USER_AGENT };
     if (contentType !== undefined) headers['content-type'] = contentType;
     if (this.#apiKey !== '') headers[this.#authHeader] = this.#apiKey;
+    // A header of its own: the key headers are never `Authorization`, so both can be sent.
+    if (this.#basicAuth !== undefined) headers['authorization'] = this.#basicAuth;
     return headers;
   }
 

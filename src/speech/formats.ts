@@ -6,16 +6,68 @@ export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 export const DEFAULT_OUTPUT_FORMAT: OutputFormat = 'wav_24000';
 
 export interface FormatInfo {
+  /** What our service sends. */
   readonly contentType: string;
   readonly sampleRate: number;
   readonly container: 'raw' | 'wav' | 'mp3';
+  /**
+   * Media types (lower case, no parameters) a server may declare for this format: ours, ElevenLabs'
+   * (`audio/pcm` for raw PCM) and the common aliases.
+   */
+  readonly mediaTypes: readonly string[];
 }
 
 export const FORMAT_INFO: Readonly<Record<OutputFormat, FormatInfo>> = {
-  pcm_24000: { contentType: 'audio/L16;rate=24000;channels=1', sampleRate: 24_000, container: 'raw' },
-  wav_24000: { contentType: 'audio/wav', sampleRate: 24_000, container: 'wav' },
-  mp3_44100_192: { contentType: 'audio/mpeg', sampleRate: 44_100, container: 'mp3' },
+  pcm_24000: {
+    contentType: 'audio/L16;rate=24000;channels=1',
+    sampleRate: 24_000,
+    container: 'raw',
+    mediaTypes: ['audio/l16', 'audio/pcm'],
+  },
+  wav_24000: {
+    contentType: 'audio/wav',
+    sampleRate: 24_000,
+    container: 'wav',
+    mediaTypes: ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave'],
+  },
+  mp3_44100_192: {
+    contentType: 'audio/mpeg',
+    sampleRate: 44_100,
+    container: 'mp3',
+    mediaTypes: ['audio/mpeg', 'audio/mp3'],
+  },
 };
+
+/**
+ * "Bytes of some type" (RFC 9110 §8.3: what a recipient may assume when the header is missing). It
+ * claims nothing, so it is accepted for every format, as a missing Content-Type is: generic proxies
+ * and raw-PCM servers send it.
+ */
+const UNTYPED = 'application/octet-stream';
+
+/**
+ * Whether a response's Content-Type fits the requested format, so a web page (a login portal, a wrong
+ * base URL) is never played as audio. A missing header or `application/octet-stream` is accepted;
+ * anything else must be one of the format's media types. For raw PCM, a `rate` or `channels`
+ * parameter that contradicts the format (`audio/L16;rate=16000`) is refused too: played as 24 kHz
+ * mono it would come out at the wrong speed.
+ */
+export function acceptsContentType(format: OutputFormat, contentType: string | undefined): boolean {
+  if (contentType === undefined || contentType.trim() === '') return true;
+  const [type = '', ...params] = contentType.split(';');
+  const mediaType = type.trim().toLowerCase();
+  if (mediaType === UNTYPED) return true;
+  const info = FORMAT_INFO[format];
+  if (!info.mediaTypes.includes(mediaType)) return false;
+  if (info.container !== 'raw') return true;
+  for (const param of params) {
+    const [name = '', value = ''] = param.split('=').map((part) => part.trim().toLowerCase());
+    const unquoted = value.replace(/^"(.*)"$/, '$1');
+    if (name === 'rate' && unquoted !== String(info.sampleRate)) return false;
+    if (name === 'channels' && unquoted !== '1') return false;
+  }
+  return true;
+}
 
 export function isOutputFormat(value: unknown): value is OutputFormat {
   return typeof value === 'string' && (OUTPUT_FORMATS as readonly string[]).includes(value);

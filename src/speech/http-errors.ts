@@ -163,6 +163,31 @@ export function errorFromTransport(error: unknown, secrets: readonly string[]): 
   });
 }
 
+/**
+ * A 2xx whose Content-Type is not the audio that was asked for (an HTML page, JSON, another format).
+ * Not retryable: it is a misconfiguration (a wrong base URL or prefix, a proxy's login page, another
+ * API), and the same request gets the same page again; retrying would only delay the failure.
+ */
+export function unexpectedContentType(
+  facts: { readonly status: number; readonly headers: ResponseFacts['headers'] },
+  expected: string,
+  secrets: readonly string[],
+): SpeechServiceError {
+  const requestId = requestIdOf(facts.headers);
+  const got = oneLine(headerValue(facts.headers, 'content-type') ?? '');
+  return new SpeechServiceError({
+    code: 'unexpected_content_type',
+    message: redact(
+      `speech service answered ${facts.status} with content-type "${got}" instead of ${expected}` +
+        (requestId ? ` (request-id ${requestId})` : ''),
+      secrets,
+    ),
+    status: facts.status,
+    requestId,
+    retryable: false,
+  });
+}
+
 /** The connection broke after audio had started: never retried, never a clean end. */
 export function streamInterrupted(error: unknown, requestId: string | undefined): SpeechServiceError {
   const transportCode = errorCode(error);

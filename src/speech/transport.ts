@@ -5,7 +5,15 @@
  */
 import type { FormData, Pool } from 'undici';
 import { SpeechServiceError } from './errors.js';
-import { errorFromResponse, errorFromTransport, requestIdOf, streamInterrupted } from './http-errors.js';
+import { acceptsContentType, FORMAT_INFO, type OutputFormat } from './formats.js';
+import {
+  errorFromResponse,
+  errorFromTransport,
+  headerValue,
+  requestIdOf,
+  streamInterrupted,
+  unexpectedContentType,
+} from './http-errors.js';
 import { retryDelayMs, sleep, type RetryPolicy } from './retry.js';
 
 /** Error bodies are short JSON; more than this is a misbehaving proxy and is cut off. */
@@ -37,6 +45,11 @@ export interface CallSpec {
   readonly idempotent: boolean;
   /** The error code of a 2xx answer without a body. */
   readonly emptyCode: string;
+  /**
+   * The audio asked for: a 2xx declaring another Content-Type fails with `unexpected_content_type`
+   * before any of its body is read (see `acceptsContentType`).
+   */
+  readonly audioFormat?: OutputFormat;
 }
 
 export interface Attempted {
@@ -118,6 +131,15 @@ export class Transport {
           const bodyText = await readCapped(res.body, ERROR_BODY_MAX_BYTES);
           throw errorFromResponse(
             { status: res.statusCode, headers: res.headers, bodyText },
+            this.#o.secrets,
+          );
+        }
+        const format = spec.audioFormat;
+        if (format !== undefined && !acceptsContentType(format, headerValue(res.headers, 'content-type'))) {
+          const expected = `${format} audio (${FORMAT_INFO[format].mediaTypes.join(', ')})`;
+          throw unexpectedContentType(
+            { status: res.statusCode, headers: res.headers },
+            expected,
             this.#o.secrets,
           );
         }

@@ -2,9 +2,11 @@
  * Phone calls over the six gateways besides Twilio, end to end: for each, a fake gateway written from
  * the vendor's docs (a real ws client that plays out at real time, returns marks by the vendor's rules
  * and records every breach of them) against the real app with the local speech service. Outbound
- * formats are those `config/default.yaml` sets (`calls.formats`: Telnyx and Plivo mu-law 8 kHz) or the
- * start message says (Vonage and jambonz L16 16 kHz, Exotel L16 8 kHz, Asterisk ulaw and slin16).
- * Gateways run concurrently: each test has its own call.
+ * formats are those `config/default.yaml` sets (`calls.formats`: Telnyx mu-law 8 kHz) or the start
+ * message says (Plivo mu-law 8 kHz, Vonage and jambonz L16 16 kHz, Exotel L16 8 kHz, Asterisk ulaw and
+ * slin16). Where the vendor's docs disagree with themselves (Telnyx's custom_parameters, Plivo's
+ * checkpoint answer), both forms have a case. Gateways run concurrently: each test has its own call.
+ * Then the upgrade's token check against malformed path segments, on an app with both secrets set.
  */
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
@@ -96,9 +98,34 @@ const CASES: GatewayCase[] = [
     badInput: jsonOnlyBadInput('stream_id'),
   },
   {
+    // What `streaming_start`'s custom_parameters are: a [{name, value}] list, not the AsyncAPI's object.
+    name: 'telnyx (custom_parameters as a [{name, value}] list)',
+    gateway: 'telnyx',
+    make: (base, p) =>
+      new FakeTelnyx(`${base}/media/telnyx`, { customParameters: p, parametersAsList: true }),
+    outbound: { encoding: 'mulaw', sampleRate: 8000 },
+    parameters: true,
+    marks: true,
+    hangupMessage: false,
+    digit: '1',
+    badInput: jsonOnlyBadInput('stream_id'),
+  },
+  {
     name: 'plivo (mu-law 8 kHz)',
     gateway: 'plivo',
     make: (base, p) => new FakePlivo(`${base}/media/plivo`, { extraHeaders: p }),
+    outbound: { encoding: 'mulaw', sampleRate: 8000 },
+    parameters: true,
+    marks: true,
+    hangupMessage: false,
+    digit: '2',
+    badInput: jsonOnlyBadInput('streamId'),
+  },
+  {
+    // Plivo's support article names the checkpoint answer `played`; the reference says `playedStream`.
+    name: 'plivo (checkpoints answered as played)',
+    gateway: 'plivo',
+    make: (base, p) => new FakePlivo(`${base}/media/plivo`, { extraHeaders: p, playedEvent: 'played' }),
     outbound: { encoding: 'mulaw', sampleRate: 8000 },
     parameters: true,
     marks: true,
@@ -269,7 +296,9 @@ describe.concurrent.each(CASES)('$name', (c) => {
     expect(g.received).toEqual([]);
     await g.start();
     await g.until(() => main.app.calls.get(g.callId)?.state.status === 'active', 5000, 'the call');
-    expect(main.app.calls.get(g.callId)!.dropped).toBeGreaterThanOrEqual(1);
+    const call = main.app.calls.get(g.callId)!;
+    expect(call.dropped).toBeGreaterThanOrEqual(1);
+    const droppedBeforeSpeaking = call.dropped;
     g.startCallerAudio();
     const said = await api(main, 'POST', `${callPath(g)}/say`, { text: SHORT });
     expect(said.status).toBe(200);
@@ -288,6 +317,8 @@ describe.concurrent.each(CASES)('$name', (c) => {
       expect(g.marksReturned.length).toBeGreaterThan(0);
       expect(g.marksReturned.filter((m) => m.cleared)).toEqual([]);
     } else expect(g.marksReturned).toEqual([]);
+    // Everything the gateway sent meanwhile (the caller's audio, its playout acks) was understood.
+    expect(call.dropped).toBe(droppedBeforeSpeaking);
     // The caller hangs up: the gateway's stop message, or the socket closes.
     g.stop();
     await g.until(() => main.app.calls.get(g.callId) === undefined, 5000, 'the call to end');
@@ -380,6 +411,59 @@ describe.concurrent.each(CASES)('$name', (c) => {
     await sse.done;
     expect((await api(main, 'GET', callPath(g))).status).toBe(404);
     expect(g.violations).toEqual([]);
+  });
+});
+
+describe('a malformed %-escape in the path token', () => {
+  const TOKEN = 'media-token-0123456789';
+  /** Both secrets set: every gateway needs the token, Twilio a signature (or, without one, the token). */
+  let locked: TestApp;
+  beforeAll(async () => {
+    locked = await startTestApp({ calls: { defaultFlow: null } }, undefined, {
+      MEDIA_STREAM_TOKEN: TOKEN,
+      TWILIO_AUTH_TOKEN: 'twilio-auth-token-0123456789',
+    });
+  });
+  afterAll(async () => {
+    await locked?.close();
+  });
+
+  /** The upgrade's HTTP status (101 when the WebSocket opens); no answer within 5 s fails the test. */
+  const upgrade = (target: string, headers: Record<string, string> = {}): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(target, { headers, handshakeTimeout: 5000 });
+      ws.once('open', () => {
+        ws.close();
+        resolve(101);
+      });
+      ws.once('unexpected-response', (_req, res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      ws.once('error', reject);
+    });
+
+  it('is no token: 401 on every gateway, never a crash, and the next valid connection is a call', async ({
+    expect,
+  }) => {
+    const base = wsBase(locked);
+    for (const gateway of ['telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', 'jambonz'])
+      expect(await upgrade(`${base}/media/${gateway}/%zz`), gateway).toBe(401);
+    // A cut-off escape after the right token; Twilio without a signature, where the token is looked for.
+    expect(await upgrade(`${base}/media/telnyx/${TOKEN}%E0%A4%A`)).toBe(401);
+    expect(await upgrade(`${base}/media/twilio/%zz`)).toBe(401);
+    // A segment that decodes to a wrong token is refused as wrong (403). No refusal made a call.
+    expect(await upgrade(`${base}/media/telnyx/wrong%2Dtoken`)).toBe(403);
+    expect(locked.app.calls.list()).toEqual([]);
+    // The malformed segment is not there at all, so the right token in a header still opens the stream.
+    expect(await upgrade(`${base}/media/plivo/%zz`, { Authorization: `Bearer ${TOKEN}` })).toBe(101);
+    // The server is still up: a gateway with the token in its path gets a call.
+    const g = new FakeTelnyx(`${wsBase(locked)}/media/telnyx/${TOKEN}`);
+    fakes.add(g);
+    await g.start();
+    await g.until(() => locked.app.calls.get(g.callId)?.state.status === 'active', 5000, 'the call');
+    expect(g.violations).toEqual([]);
+    await g.close();
   });
 });
 

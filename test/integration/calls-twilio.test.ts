@@ -160,8 +160,15 @@ describe('Twilio media stream', () => {
     expect(extra.status).toBe(400);
     expect((await post('/calls/CAnope/say', { text: 'hi' })).status).toBe(404);
     expect((await fetch(`${t.url}/calls/${g.callSid}/say`)).status).toBe(405);
-    const notJson = await fetch(`${t.url}/calls/${g.callSid}/say`, { method: 'POST', body: '{' });
+    const notJson = await fetch(`${t.url}/calls/${g.callSid}/say`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{',
+    });
     expect(notJson.status).toBe(400);
+    // A body not sent as JSON is refused before it is read (a web page can send text/plain anywhere).
+    const plain = await fetch(`${t.url}/calls/${g.callSid}/say`, { method: 'POST', body: '{"text":"hi"}' });
+    expect(plain.status).toBe(415);
     await g.close();
   });
 

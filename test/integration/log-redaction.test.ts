@@ -2,7 +2,8 @@
  * Secrets never reach the log, at any level: the app runs at trace level with every secret set and is
  * used the way clients use it (speech with both key headers, the control API's bearer token, a
  * gateway connecting with the media token in its query and its path, wrong keys), and the whole log
- * is searched for every secret.
+ * is searched for every secret. A second app, in remote mode, speaks through the first with
+ * credentials in its SPEECH_BASE_URL (issue 14, finding 8: they were logged in the ready line).
  */
 import { PassThrough } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -20,8 +21,11 @@ const SECRETS = {
   MEDIA_STREAM_TOKEN: 'secret-media-token-9d1f3b7a',
   DISCORD_TOKEN: 'MTAwMDAwMDAwMDAwMDAwMDAx.GsecrT.discord-secret-token-5c2e8a',
 };
+/** The password of the remote app's SPEECH_BASE_URL (`http://bob:<it>@…`). */
+const BASE_URL_PASSWORD = 'hunter2-PASS-6b0d4f';
 
 let app: App;
+let remote: App;
 let dir: string;
 let log = '';
 
@@ -40,8 +44,22 @@ beforeAll(async () => {
     ...SECRETS,
   });
   app = await startApp(loaded, { logger: createLogger('trace', out) });
+  remote = await startApp(
+    loadConfig({
+      VOXBRIDGE_CONFIG: overlay,
+      PORT: '0',
+      DATA_DIR: join(dir, 'remote'),
+      LOG_LEVEL: 'trace',
+      SPEECH_BASE_URL: app.url.replace('://', `://bob:${BASE_URL_PASSWORD}@`),
+      SPEECH_API_KEY: SECRETS.SPEECH_API_KEY,
+      CONTROL_TOKEN: SECRETS.CONTROL_TOKEN,
+      MEDIA_STREAM_TOKEN: SECRETS.MEDIA_STREAM_TOKEN,
+    }),
+    { logger: createLogger('trace', out) },
+  );
 });
 afterAll(async () => {
+  await remote?.close();
   await app.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -87,6 +105,31 @@ describe('the log', () => {
     const refused = new FakeTwilio(`${ws}/media/twilio?token=wrong-${SECRETS.MEDIA_STREAM_TOKEN}`);
     await expect(refused.start()).rejects.toThrow();
 
+    // The remote app: a call that speaks through the first app, once well and once with a voice the
+    // service does not know (its error is logged).
+    const remoteCall = new FakeTwilio(
+      `${remote.url.replace('http:', 'ws:')}/media/twilio?token=${SECRETS.MEDIA_STREAM_TOKEN}`,
+    );
+    await remoteCall.start();
+    await remoteCall.until(
+      () => remote.calls.get(remoteCall.callSid)?.state.status === 'active',
+      5000,
+      'the remote call',
+    );
+    for (const [body, status] of [
+      [{ text: 'Spoken far away.' }, 'played'],
+      [{ text: 'Nobody has this voice.', voice_id: 'no-such-voice' }, 'failed'],
+    ] as const) {
+      const said = await fetch(`${remote.url}/calls/${remoteCall.callSid}/say`, {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(said.status).toBe(200);
+      expect(((await said.json()) as { status: string }).status).toBe(status);
+    }
+    await remoteCall.close();
+
     await new Promise((r) => setTimeout(r, 200));
     // Trace level really logged: one line per call event, with the call's id.
     const lines = log
@@ -94,18 +137,23 @@ describe('the log', () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.filter((l) => l['msg'] === 'call.started' && typeof l['callId'] === 'string')).toHaveLength(
-      2,
+      3,
     );
     expect(
       lines.filter(
         (l) => l['msg'] === 'utterance.finished' && (l['result'] as { status?: string }).status === 'played',
       ),
-    ).toHaveLength(2);
+    ).toHaveLength(3);
+    // The remote app's ready line names its service, without the credentials.
+    expect(lines.map((l) => l['speechBaseUrl'])).toContain(app.url.replace('://', '://[redacted]@'));
     expect(lines.some((l) => l['msg'] === 'media stream refused')).toBe(true);
     for (const [name, value] of Object.entries(SECRETS)) {
       expect(log.includes(value), `${name} in the log`).toBe(false);
     }
     // Not even a recognisable part of the Discord token (its last segment is the secret one).
     expect(log.includes(SECRETS.DISCORD_TOKEN.split('.')[2]!)).toBe(false);
+    // Neither the base URL's password nor the Basic credentials made of it.
+    expect(log.includes(BASE_URL_PASSWORD), 'the SPEECH_BASE_URL password in the log').toBe(false);
+    expect(log.includes(Buffer.from(`bob:${BASE_URL_PASSWORD}`).toString('base64'))).toBe(false);
   });
 });

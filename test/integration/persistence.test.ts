@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -51,6 +51,44 @@ describe('voice store persistence', () => {
         );
         expect(speech.status).toBe(200);
         expect((await speech.arrayBuffer()).byteLength).toBeGreaterThan(10_000);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a stray directory or a corrupt voice.json does not stop the app from starting; the rest is served', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'voxbridge-stray-'));
+    try {
+      const first = await startTestApp({}, dir);
+      const form = new FormData();
+      form.append('name', 'Intact');
+      form.append(
+        'files',
+        new Blob([wavFile(await espeakSpeech('Nothing happened to me.', 'en-us+m3', 30), 22_050)]),
+        's.wav',
+      );
+      const res = await fetch(`${first.api}/v1/voices/add`, {
+        method: 'POST',
+        headers: { 'xi-api-key': KEYS.main },
+        body: form,
+      });
+      const added = (await res.json()) as { voice_id: string };
+      await first.close({ keepData: true });
+
+      await mkdir(join(dir, 'voices', 'lost+found'));
+      await mkdir(join(dir, 'voices', 'Broken0000000000000'));
+      await writeFile(join(dir, 'voices', 'Broken0000000000000', 'voice.json'), '{"voice_id":');
+      const second = await startTestApp({}, dir);
+      try {
+        const list = (await (
+          await fetch(`${second.api}/v2/voices?page_size=100`, { headers: { 'xi-api-key': KEYS.main } })
+        ).json()) as { voices: Array<{ voice_id: string }> };
+        expect(list.voices.map((v) => v.voice_id).sort()).toEqual(
+          [added.voice_id, 'voxbridge-default'].sort(),
+        );
       } finally {
         await second.close();
       }

@@ -27,10 +27,11 @@ import {
   decodeUtf8,
   dtmfDigit,
   flattenParameters,
+  formatNumberAt,
   framesOf,
-  numberAt,
   objectAt,
   parseJsonObject,
+  quote,
   requireString,
   stringAt,
   type JsonObject,
@@ -40,11 +41,14 @@ import { ProtocolError, type GatewayProtocol, type InboundEvent, type StreamInfo
 /** The largest message chan_websocket reads; beyond it the socket is closed and the call hung up. */
 const MAX_MESSAGE_BYTES = 65_500;
 
-/** Asterisk's format names: ulaw, alaw, slin (8 kHz), slin12 … slin192 (slin44 is 44.1 kHz). */
+/**
+ * Asterisk's format names: ulaw, alaw, slin (8 kHz), slin12 … slin192 (slin44 is 44.1 kHz); which of
+ * them a call may use is `CARRIED_FORMATS`' business.
+ */
 function formatOf(name: string): WireFormat {
-  if (name === 'ulaw') return { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
-  if (name === 'alaw') return { encoding: 'alaw', sampleRate: 8000, channels: 1 };
-  const slin = /^slin(\d*)$/.exec(name);
+  if (name === 'ulaw') return framesOf('asterisk', { encoding: 'mulaw', sampleRate: 8000, channels: 1 });
+  if (name === 'alaw') return framesOf('asterisk', { encoding: 'alaw', sampleRate: 8000, channels: 1 });
+  const slin = /^slin(\d{0,3})$/.exec(name);
   if (slin) {
     const khz = Number(slin[1] || '8');
     return framesOf('asterisk', {
@@ -53,7 +57,7 @@ function formatOf(name: string): WireFormat {
       channels: 1,
     });
   }
-  throw new ProtocolError('invalid_start', `asterisk format ${name} is not supported`);
+  throw new ProtocolError('invalid_start', `asterisk format ${quote(name)} is not supported`);
 }
 
 /** A plain-text control line: `NAME key:value …`, or `NAME <id>` for the mark and buffering events. */
@@ -72,9 +76,15 @@ function parseStart(fields: JsonObject, control: 'text' | 'json'): InboundEvent 
   const connectionId = stringAt(fields, 'connection_id');
   if (!connectionId) throw new ProtocolError('invalid_start', 'asterisk MEDIA_START without a connection_id');
   const format = formatOf(requireString(fields, 'format'));
-  const frame = numberAt(fields, 'optimal_frame_size') ?? 0;
+  const frame = formatNumberAt('asterisk', fields, 'optimal_frame_size') ?? 0;
   if (!Number.isInteger(frame) || frame <= 0)
     throw new ProtocolError('invalid_start', 'asterisk passthrough codec (no optimal_frame_size)');
+  // The sink's buffers are sized from it: no bigger than a message may be.
+  if (frame > MAX_MESSAGE_BYTES)
+    throw new ProtocolError(
+      'invalid_start',
+      `asterisk optimal_frame_size ${frame} is over ${MAX_MESSAGE_BYTES} B`,
+    );
   const stream: StreamInfo = {
     callId: stringAt(fields, 'channel_id') || connectionId,
     streamId: connectionId,
@@ -114,7 +124,7 @@ function parseControl(event: string, fields: JsonObject, id: string, control: 't
     case 'ERROR':
       return { type: 'ignored', what: event };
     default:
-      throw new ProtocolError('unknown_event', `asterisk event ${JSON.stringify(event)}`);
+      throw new ProtocolError('unknown_event', `asterisk event ${quote(event)}`);
   }
 }
 

@@ -3,7 +3,9 @@
  * object, typed fields out of vendor JSON (which sends numbers as strings as often as not), base64 that
  * is checked instead of silently truncated, codec names and content types as WireFormats, framing counted
  * in 20 ms frames, DTMF digits, and custom parameters flattened to strings. Every failure is a
- * ProtocolError with the code the call logs.
+ * ProtocolError with the code the call logs. What a peer chose is bounded here before anything is sized
+ * from it: the formats a start may name (`CARRIED_FORMATS`), and the call's parameters
+ * (`limitParameters`).
  */
 import { FRAME_MS, frameBytes, type WireEncoding, type WireFormat } from '../../../src/audio/framer.js';
 import { ProtocolError, type Framing, type GatewayName, type InboundEvent } from './types.js';
@@ -69,6 +71,12 @@ export function requireObject(o: JsonObject, key: string): JsonObject {
   return value;
 }
 
+/** At most `max` characters of a peer's text, JSON-quoted, for an error message that gets logged. */
+export function quote(value: unknown, max = 40): string {
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
+  return JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text);
+}
+
 /** A non-negative number sent as a JSON number or a decimal string ("8000", "5"); absent is undefined. */
 export function numberAt(o: JsonObject, key: string): number | undefined {
   const value = o[key];
@@ -120,7 +128,7 @@ const DIGIT = /^[0-9*#A-D]$/;
 export function dtmfDigit(value: unknown): string {
   const digit =
     typeof value === 'string' ? value.trim().toUpperCase() : typeof value === 'number' ? String(value) : '';
-  if (!DIGIT.test(digit)) throw new ProtocolError('malformed', `not a DTMF digit: ${JSON.stringify(value)}`);
+  if (!DIGIT.test(digit)) throw new ProtocolError('malformed', `not a DTMF digit: ${quote(value)}`);
   return digit;
 }
 
@@ -143,12 +151,56 @@ export function codecEncoding(name: string): WireEncoding | undefined {
   return CODECS.get(name.trim().toLowerCase());
 }
 
-/** `format` if it makes whole 20 ms frames (every sink needs them); else `invalid_start`. */
+/**
+ * The formats each gateway can stream to us, by encoding and sample rate, from its docs (each protocol
+ * module names its sources). A start that names anything else is refused (`invalid_start`) before a
+ * single buffer is sized from it: the frame buffers, the VAD's resampler and the speaker's, whose filter
+ * design for an arbitrary rate pair (1 GHz, say) takes seconds and gigabytes. Every rate here designs
+ * its filters in milliseconds (test/unit/media-stream/protocols/start-limits.test.ts measures them).
+ *
+ * - Twilio: mu-law 8 kHz only.
+ * - Telnyx: the call's PCMU/PCMA at 8 kHz; L16 at `bidirectionalSamplingRate`'s 8/16/24 kHz.
+ * - Plivo: `audio/x-mulaw;rate=8000`, `audio/x-l16;rate=8000|16000`.
+ * - Vonage: `audio/l16;rate=8000|16000`; 24 kHz is in none of its docs but costs no more than Telnyx's.
+ * - Exotel: raw L16 at 8 kHz, 16/24 kHz with `sample-rate`; mu-law 8 kHz (the newer `MediaFormat`).
+ * - Asterisk: ulaw, alaw, slin…slin48 (12, 16, 24, 32, 44.1, 48 kHz); slin96/slin192 carry nothing a
+ *   phone call needs and cost 4–8× the work, so they are refused.
+ * - jambonz: L16 at the listen verb's `sampleRate` values, 8/16/24/48/64 kHz.
+ */
+export const CARRIED_FORMATS: Readonly<
+  Record<GatewayName, Readonly<Partial<Record<WireEncoding, readonly number[]>>>>
+> = {
+  twilio: { mulaw: [8000] },
+  telnyx: { mulaw: [8000], alaw: [8000], s16le: [8000, 16_000, 24_000] },
+  plivo: { mulaw: [8000], s16le: [8000, 16_000] },
+  vonage: { s16le: [8000, 16_000, 24_000] },
+  exotel: { mulaw: [8000], s16le: [8000, 16_000, 24_000] },
+  asterisk: {
+    mulaw: [8000],
+    alaw: [8000],
+    s16le: [8000, 12_000, 16_000, 24_000, 32_000, 44_100, 48_000],
+  },
+  jambonz: { s16le: [8000, 16_000, 24_000, 48_000, 64_000] },
+};
+
+/**
+ * `format` if the gateway can stream it (`CARRIED_FORMATS`), mono or stereo, in whole 20 ms frames
+ * (every sink needs them); else `invalid_start`, saying what was refused.
+ */
 export function framesOf(gateway: GatewayName, format: WireFormat): WireFormat {
+  const { encoding, sampleRate, channels } = format;
+  const rates = CARRIED_FORMATS[gateway][encoding];
+  if (!rates) throw new ProtocolError('invalid_start', `unsupported codec ${encoding} on ${gateway}`);
+  if (!rates.includes(sampleRate))
+    throw new ProtocolError(
+      'invalid_start',
+      `unsupported sample rate ${String(sampleRate)} Hz for ${encoding} on ${gateway}`,
+    );
+  if (channels !== 1 && channels !== 2)
+    throw new ProtocolError('invalid_start', `unsupported channel count ${String(channels)} on ${gateway}`);
   try {
     frameBytes(format, FRAME_MS);
   } catch (cause) {
-    const { encoding, sampleRate, channels } = format;
     throw new ProtocolError('invalid_start', `${gateway}: ${encoding} ${sampleRate} Hz × ${channels}`, {
       cause,
     });
@@ -157,8 +209,22 @@ export function framesOf(gateway: GatewayName, format: WireFormat): WireFormat {
 }
 
 /**
- * A format a start message describes. Codecs we cannot carry (G.722, Opus, …) and impossible rates or
- * channel counts are `invalid_start`: the call could not understand a word.
+ * A number of a start message's format (a sample rate, a channel count) as a JSON number or a decimal
+ * string; absent is undefined. Anything else refuses the start (`invalid_start`), so the call is closed
+ * with the reason rather than left waiting for a start that parses.
+ */
+export function formatNumberAt(gateway: GatewayName, o: JsonObject, key: string): number | undefined {
+  const value = o[key];
+  if (value === undefined || value === null || value === '') return undefined;
+  const n = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
+  if (!Number.isFinite(n))
+    throw new ProtocolError('invalid_start', `${gateway}: ${key} ${quote(value, 16)} is not a number`);
+  return n;
+}
+
+/**
+ * A format a start message describes. Codecs we cannot carry (G.722, Opus, …) and rates or channel
+ * counts the gateway does not stream are `invalid_start`: the call could not understand a word.
  */
 export function describedFormat(
   gateway: GatewayName,
@@ -167,10 +233,9 @@ export function describedFormat(
   channels = 1,
 ): WireFormat {
   const encoding = codecEncoding(codec);
-  if (!encoding) throw new ProtocolError('invalid_start', `${gateway}: codec ${codec} is not supported`);
-  if (channels !== 1 && channels !== 2)
-    throw new ProtocolError('invalid_start', `${gateway}: ${channels} channels`);
-  return framesOf(gateway, { encoding, sampleRate, channels });
+  if (!encoding)
+    throw new ProtocolError('invalid_start', `${gateway}: codec ${quote(codec)} is not supported`);
+  return framesOf(gateway, { encoding, sampleRate, channels: channels as 1 | 2 });
 }
 
 /**
@@ -241,41 +306,115 @@ export function framingFor(format: WireFormat, rule: FramingRule): Framing {
 }
 
 /**
- * Custom parameters (Twilio `customParameters`, jambonz metadata, Vonage headers, …) as strings: strings
- * kept, numbers and booleans printed, objects and arrays as JSON, null dropped, `skip` keys left out.
- */
-/**
- * A start message's custom parameters, in either shape gateways use: an object (`{"flow": "sales"}`)
- * or the list the Call Control APIs take (`[{"name": "flow", "value": "sales"}]`, Telnyx's
- * `custom_parameters`). Entries without a string name are skipped; anything else is no parameters.
+ * A start message's custom parameters, in either shape they come in: an object (`{"flow": "sales"}`,
+ * as Telnyx's AsyncAPI start frame and Exotel show them) or the `[{"name": "flow", "value": "sales"}]`
+ * list that Telnyx's Call Control `streaming_start` takes. Both give the same record (values as
+ * `flattenParameters` makes them); list entries that are not `{name: string, …}` are skipped, and
+ * anything that is neither an object nor a list is no parameters: never a reason to refuse the call.
  */
 export function customParameters(value: unknown): Record<string, string> {
   if (Array.isArray(value)) {
-    const entries: Array<[string, string]> = [];
-    for (const item of value as unknown[]) {
-      if (typeof item !== 'object' || item === null) continue;
-      const { name, value: v } = item as { name?: unknown; value?: unknown };
-      if (typeof name !== 'string' || name === '' || v === null || v === undefined) continue;
-      entries.push([name, typeof v === 'string' ? v : JSON.stringify(v)]);
-    }
-    return Object.fromEntries(entries);
+    const pairs: Array<[string, unknown]> = [];
+    for (const item of value as unknown[])
+      if (isObject(item) && typeof item['name'] === 'string') pairs.push([item['name'], item['value']]);
+    return stringEntries(pairs);
   }
-  if (typeof value === 'object' && value !== null) return flattenParameters(value as JsonObject);
-  return {};
+  return isObject(value) ? flattenParameters(value) : {};
 }
 
+/**
+ * Custom parameters (Twilio `customParameters`, jambonz metadata, Vonage headers, …) as strings: strings
+ * kept, numbers and booleans printed, objects and arrays as JSON, null dropped, `skip` keys left out.
+ */
 export function flattenParameters(
   source: JsonObject | undefined,
   skip: readonly string[] = [],
 ): Record<string, string> {
   if (!source) return {};
+  return stringEntries(Object.entries(source).filter(([key]) => !skip.includes(key)));
+}
+
+function stringEntries(pairs: ReadonlyArray<readonly [string, unknown]>): Record<string, string> {
   const entries: Array<[string, string]> = [];
-  for (const [key, value] of Object.entries(source)) {
-    if (value === null || value === undefined || skip.includes(key)) continue;
+  for (const [key, value] of pairs) {
+    if (value === null || value === undefined) continue;
     // JSON gives nothing else: strings, numbers, booleans, objects and arrays.
-    const text = typeof value === 'string' ? value : JSON.stringify(value);
-    entries.push([key, text]);
+    entries.push([key, typeof value === 'string' ? value : JSON.stringify(value)]);
   }
   // fromEntries defines own properties, so a key like "__proto__" stays data.
   return Object.fromEntries(entries);
+}
+
+/**
+ * What a call keeps of the parameters a gateway (and the stream URL's query) gave it. They are listed by
+ * `GET /calls`, sent in `call.started` and logged, so a peer must not size them: 150 calls with 1 MiB
+ * each made a 157 MB log and a 157 MB `GET /calls`.
+ */
+export const PARAMETER_LIMITS = {
+  maxCount: 32,
+  maxNameChars: 64,
+  maxValueChars: 1024,
+  /** Names and values together. */
+  maxTotalChars: 8192,
+} as const;
+
+export interface LimitedParameters {
+  readonly parameters: Record<string, string>;
+  /** How many were left out, and how many characters (names and values) they had. */
+  readonly dropped: number;
+  readonly droppedChars: number;
+}
+
+/**
+ * `parameters` within `PARAMETER_LIMITS`: a parameter whose name or value is too long is left out
+ * whole (a cut value would be a different value), and so is every one past the count or the total.
+ * Those named in `first` (`flow`, which picks the call's flow) are taken first; the rest keep their
+ * order. The call goes on with what is kept; the caller logs what was dropped.
+ */
+export function limitParameters(
+  parameters: Readonly<Record<string, string>>,
+  first: readonly string[] = ['flow'],
+): LimitedParameters {
+  const { maxCount, maxNameChars, maxValueChars, maxTotalChars } = PARAMETER_LIMITS;
+  const entries = Object.entries(parameters);
+  const ordered = [
+    ...entries.filter(([name]) => first.includes(name)),
+    ...entries.filter(([name]) => !first.includes(name)),
+  ];
+  const kept: Array<[string, string]> = [];
+  let total = 0;
+  let dropped = 0;
+  let droppedChars = 0;
+  for (const [name, value] of ordered) {
+    const chars = name.length + value.length;
+    if (
+      name.length > maxNameChars ||
+      value.length > maxValueChars ||
+      kept.length >= maxCount ||
+      total + chars > maxTotalChars
+    ) {
+      dropped++;
+      droppedChars += chars;
+      continue;
+    }
+    kept.push([name, value]);
+    total += chars;
+  }
+  return { parameters: Object.fromEntries(kept), dropped, droppedChars };
+}
+
+/** The longest call or stream id taken: every call event and log line carries them. */
+export const MAX_ID_CHARS = 128;
+
+/** The start's ids if they are short enough to log and address (`/calls/{id}`); else `invalid_start`. */
+export function checkIds(gateway: GatewayName, stream: { callId: string; streamId: string }): void {
+  for (const [what, id] of [
+    ['call id', stream.callId],
+    ['stream id', stream.streamId],
+  ] as const)
+    if (id.length > MAX_ID_CHARS)
+      throw new ProtocolError(
+        'invalid_start',
+        `${gateway}: ${what} of ${id.length} characters (at most ${MAX_ID_CHARS})`,
+      );
 }

@@ -30,12 +30,14 @@ import {
   dtmfDigit,
   encodeBase64,
   customParameters,
+  formatNumberAt,
   framingFor,
   framesOf,
   jsonMedia,
   jsonMessage,
   numberAt,
   objectAt,
+  quote,
   requireObject,
   requireString,
   stringAt,
@@ -56,7 +58,7 @@ const RAW_PCM = new Set(['audio/x-raw', 'raw', 'slin', 'pcm', 'pcm16', 'audio/l1
 
 function mediaFormat(media: JsonObject): WireFormat {
   const encoding = (stringAt(media, 'encoding') ?? 'audio/x-raw').toLowerCase();
-  const rate = numberAt(media, 'sample_rate') ?? 8000;
+  const rate = formatNumberAt('exotel', media, 'sample_rate') ?? 8000;
   if (RAW_PCM.has(encoding)) return framesOf('exotel', { ...L16_8K, sampleRate: rate });
   return describedFormat('exotel', encoding, rate);
 }
@@ -107,7 +109,7 @@ function parse(data: Uint8Array, isBinary: boolean, options?: ProtocolOptions): 
       return reason === undefined ? { type: 'stop' } : { type: 'stop', reason };
     }
     default:
-      throw new ProtocolError('unknown_event', `exotel event ${JSON.stringify(event)}`);
+      throw new ProtocolError('unknown_event', `exotel event ${quote(event)}`);
   }
 }
 

@@ -30,10 +30,12 @@ import {
   decodeUtf8,
   dtmfDigit,
   flattenParameters,
+  formatNumberAt,
   framingFor,
   framesOf,
   numberAt,
   parseJsonObject,
+  quote,
   requireObject,
   requireString,
   stringAt,
@@ -58,7 +60,7 @@ function isMetadata(message: JsonObject): boolean {
 function parseStart(message: JsonObject, options: ProtocolOptions | undefined): InboundEvent {
   const callSid = stringAt(message, 'callSid');
   if (!callSid) throw new ProtocolError('invalid_start', 'jambonz metadata without a callSid');
-  const sampleRate = numberAt(message, 'sampleRate') ?? 8000;
+  const sampleRate = formatNumberAt('jambonz', message, 'sampleRate') ?? 8000;
   const channels = stringAt(message, 'mixType') === 'stereo' ? 2 : 1;
   const inbound = framesOf('jambonz', { encoding: 's16le', sampleRate, channels });
   const outbound = configuredOutbound(
@@ -105,7 +107,7 @@ function parse(data: Uint8Array, isBinary: boolean, options?: ProtocolOptions): 
   }
   if (type === undefined && event === undefined)
     throw new ProtocolError('malformed', 'jambonz message without type');
-  throw new ProtocolError('unknown_event', `jambonz message ${JSON.stringify(type ?? event)}`);
+  throw new ProtocolError('unknown_event', `jambonz message ${quote(type ?? event)}`);
 }
 
 export const jambonz: GatewayProtocol = {

@@ -4,7 +4,9 @@
  * Plivo sends `start` (no `connected` first; `start.callId`, `start.streamId`, `start.mediaFormat:
  * {encoding, sampleRate}`, and a top-level `extra_headers` string from the `extraHeaders` attribute),
  * `media`, `dtmf`, `playedStream` (a checkpoint we sent was reached: the audio before it played) and
- * `clearedAudio` (our clear took effect). It accepts `playAudio` with `media: {contentType, sampleRate,
+ * `clearedAudio` (our clear took effect). The checkpoint's answer is `playedStream` in the reference and
+ * the XML docs, but `played` (same `streamId` and `name`) in Plivo's support article on checkpoints:
+ * both are taken as the same acknowledgement. It accepts `playAudio` with `media: {contentType, sampleRate,
  * payload}` (audio/x-l16 at 8000/16000 or audio/x-mulaw at 8000), `checkpoint` and `clearAudio`, the last
  * two with the `streamId`. Plivo documents no size limit per `playAudio`: whole 20 ms frames, 1 s at most.
  *
@@ -18,7 +20,8 @@
  *   `playFailed` and `error` (seen in Plivo's own agent-transport) are ignored.
  *
  * Source: plivo.com/docs/voice-agents/audio-streaming/concepts/audio-streaming-reference,
- * docs.plivo.com/docs/voice/xml/audiostream (and its stream-events-to-plivo pages).
+ * docs.plivo.com/docs/voice/xml/audiostream (and its stream-events-to-plivo pages), support.plivo.com
+ * "How do I know if the buffered audio is played?" (articles/32800564168345).
  */
 import type { WireFormat } from '../../../src/audio/framer.js';
 import {
@@ -26,13 +29,14 @@ import {
   dtmfDigit,
   encodeBase64,
   flattenParameters,
+  formatNumberAt,
   framingFor,
   jsonMedia,
   jsonMessage,
-  numberAt,
   objectAt,
   parseContentType,
   parseJsonObject,
+  quote,
   requireObject,
   requireString,
   stringAt,
@@ -72,7 +76,11 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
   if (!streamId) throw new ProtocolError('invalid_start', 'plivo start without a streamId');
   const media = objectAt(start, 'mediaFormat');
   const inbound = media
-    ? parseContentType('plivo', requireString(media, 'encoding'), numberAt(media, 'sampleRate') ?? 8000)
+    ? parseContentType(
+        'plivo',
+        requireString(media, 'encoding'),
+        formatNumberAt('plivo', media, 'sampleRate') ?? 8000,
+      )
     : (options?.outbound ?? MULAW_8K);
   const outbound = configuredOutbound('plivo', options?.outbound, inbound, plivoPlays);
   const stream: StreamInfo = {
@@ -97,6 +105,7 @@ function parse(data: Uint8Array, isBinary: boolean, options?: ProtocolOptions): 
     case 'dtmf':
       return { type: 'dtmf', digit: dtmfDigit(requireObject(message, 'dtmf')['digit']) };
     case 'playedStream':
+    case 'played':
       return { type: 'mark', name: requireString(message, 'name'), outcome: 'played' };
     case 'clearedAudio':
       return { type: 'cleared' };
@@ -106,7 +115,7 @@ function parse(data: Uint8Array, isBinary: boolean, options?: ProtocolOptions): 
     case 'stop':
       return { type: 'stop' };
     default:
-      throw new ProtocolError('unknown_event', `plivo event ${JSON.stringify(event)}`);
+      throw new ProtocolError('unknown_event', `plivo event ${quote(event)}`);
   }
 }
 

@@ -14,13 +14,17 @@
  * 3551; the docs do not say, so the byte order is the `l16ByteOrder` setting (default 'big') and
  * `encodeMedia` swaps bytes so the rest of the server deals in s16le. Inbound media messages do not say
  * their codec, so big-endian L16 inbound cannot be swapped statelessly: such a start is refused (on the
- * PSTN Telnyx streams the call's PCMU/PCMA). Custom parameters: the start frame carries them (AsyncAPI)
- * but no example names the field; `custom_parameters` (and `customParameters`) are read, as an object or
- * as the `[{name, value}]` list that the Call Control `streaming_start` command takes.
+ * PSTN Telnyx streams the call's PCMU/PCMA). Custom parameters: the AsyncAPI start frame carries
+ * `start.custom_parameters` as an object (`{"customer_id": "customer_123"}`); the Call Control
+ * `streaming_start` command takes them as a `[{name, value}]` list ("Custom parameters to be sent as part
+ * of the WebSocket connection"), and Telnyx does not say the frame cannot carry that list, so both are
+ * read (and `customParameters`). Anything else there is no parameters, never a refused start.
  *
  * Source: developers.telnyx.com/docs/voice/programmable-voice/media-streaming, the AsyncAPI page
- * developers.telnyx.com/api-reference/websockets/stream-call-media-over-websocket, and the TeXML
- * `<Stream>` page (bidirectionalCodec, bidirectionalSamplingRate 8000/16000/24000).
+ * developers.telnyx.com/api-reference/websockets/stream-call-media-over-websocket, the TeXML
+ * `<Stream>` page (bidirectionalCodec, bidirectionalSamplingRate 8000/16000/24000), and the
+ * `streaming_start` page developers.telnyx.com/api-reference/call-commands/streaming-start (its
+ * `custom_parameters` in the official SDKs: `Array<{name?, value?}>`).
  */
 import type { WireFormat } from '../../../src/audio/framer.js';
 import {
@@ -29,11 +33,12 @@ import {
   dtmfDigit,
   encodeBase64,
   customParameters,
+  formatNumberAt,
   framingFor,
   jsonMedia,
   jsonMessage,
-  numberAt,
   objectAt,
+  quote,
   requireObject,
   requireString,
   stringAt,
@@ -79,8 +84,8 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
     ? describedFormat(
         'telnyx',
         stringAt(media, 'encoding') ?? 'PCMU',
-        numberAt(media, 'sample_rate') ?? 8000,
-        numberAt(media, 'channels') ?? 1,
+        formatNumberAt('telnyx', media, 'sample_rate') ?? 8000,
+        formatNumberAt('telnyx', media, 'channels') ?? 1,
       )
     : PCMU_8K;
   const l16ByteOrder = options?.l16ByteOrder ?? 'big';
@@ -126,7 +131,7 @@ function parse(data: Uint8Array, isBinary: boolean, options?: ProtocolOptions): 
     case 'stop':
       return { type: 'stop' };
     default:
-      throw new ProtocolError('unknown_event', `telnyx event ${JSON.stringify(event)}`);
+      throw new ProtocolError('unknown_event', `telnyx event ${quote(event)}`);
   }
 }
 

@@ -18,10 +18,11 @@ import {
   dtmfDigit,
   encodeBase64,
   flattenParameters,
+  formatNumberAt,
   jsonMedia,
   jsonMessage,
-  numberAt,
   objectAt,
+  quote,
   requireObject,
   requireString,
   stringAt,
@@ -53,8 +54,8 @@ function parseStart(message: JsonObject): InboundEvent {
     ? describedFormat(
         'twilio',
         stringAt(media, 'encoding') ?? 'audio/x-mulaw',
-        numberAt(media, 'sampleRate') ?? 8000,
-        numberAt(media, 'channels') ?? 1,
+        formatNumberAt('twilio', media, 'sampleRate') ?? 8000,
+        formatNumberAt('twilio', media, 'channels') ?? 1,
       )
     : MULAW_8K;
   const stream: StreamInfo = {
@@ -85,7 +86,7 @@ function parse(data: Uint8Array, isBinary: boolean): InboundEvent {
     case 'stop':
       return { type: 'stop' };
     default:
-      throw new ProtocolError('unknown_event', `twilio event ${JSON.stringify(event)}`);
+      throw new ProtocolError('unknown_event', `twilio event ${quote(event)}`);
   }
 }
 

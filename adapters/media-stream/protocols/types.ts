@@ -73,8 +73,8 @@ export type InboundEvent =
     }
   /**
    * A playout acknowledgement for a mark we sent. `outcome` when the gateway says which (jambonz
-   * `playout`/`cleared`, Plivo `playedStream` = played); Twilio-style echoes say nothing (`undefined`):
-   * the sink decides from whether a clear was sent after the mark.
+   * `playout`/`cleared`, Plivo `playedStream` or `played` = played); Twilio-style echoes say nothing
+   * (`undefined`): the sink decides from whether a clear was sent after the mark.
    */
   | { readonly type: 'mark'; readonly name: string; readonly outcome?: 'played' | 'cleared' }
   /** The gateway confirms a clear (Plivo `clearedAudio`). */
@@ -112,12 +112,14 @@ export class ProtocolError extends Error {
   }
 }
 
-/** Settings a deployment chooses where the gateway leaves a choice (from the config's `media` section). */
+/** Settings a deployment chooses where the gateway leaves a choice (the config's `calls.formats`). */
 export interface ProtocolOptions {
   /**
-   * Telnyx plays what `stream_bidirectional_codec` says, Plivo what `<Stream contentType>` says,
-   * jambonz/Vonage/Exotel L16 at their configured rate: the outbound format where the start message
-   * does not carry it. Each module documents its default.
+   * The outbound format where the start message does not fix it: Telnyx plays what
+   * `stream_bidirectional_codec` says, Plivo what `<Stream contentType>` says, jambonz L16 at
+   * `bidirectionalAudio.sampleRate`. Each of those modules documents its default. Vonage, Asterisk,
+   * Twilio and Exotel play what their start message or protocol fixes, so the config refuses a format for
+   * them: the first three ignore this, Exotel takes it only as the format of a start without one.
    */
   readonly outbound?: WireFormat;
   /**

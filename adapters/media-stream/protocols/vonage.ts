@@ -30,6 +30,7 @@ import {
   objectAt,
   parseContentType,
   parseJsonObject,
+  quote,
   requireString,
   stringAt,
   type JsonObject,
@@ -45,7 +46,7 @@ function parseConnected(message: JsonObject): InboundEvent {
     throw new ProtocolError('invalid_start', 'vonage websocket:connected without content-type');
   const format = parseContentType('vonage', contentType, 8000);
   if (format.encoding !== 's16le' || format.channels !== 1)
-    throw new ProtocolError('invalid_start', `vonage content-type ${contentType} is not mono L16`);
+    throw new ProtocolError('invalid_start', `vonage content-type ${quote(contentType)} is not mono L16`);
   const parameters = flattenParameters(message, ['event', 'content-type']);
   const callId = CALL_ID_HEADERS.map((h) => parameters[h]).find((id) => id) ?? randomUUID();
   const stream: StreamInfo = {
@@ -84,7 +85,7 @@ function parse(data: Uint8Array, isBinary: boolean): InboundEvent {
     case 'websocket:cleared':
       return { type: 'cleared' };
     default:
-      throw new ProtocolError('unknown_event', `vonage event ${JSON.stringify(event)}`);
+      throw new ProtocolError('unknown_event', `vonage event ${quote(event)}`);
   }
 }
 

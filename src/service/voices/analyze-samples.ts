@@ -11,8 +11,13 @@ const MAX_ANALYSIS_SECONDS = 60;
  * Analyses voice samples in a short-lived worker thread (voices are added rarely; a pool would idle).
  * Throws UnsupportedSampleError for audio it cannot read.
  */
-export async function analyzeSamples(files: AnalyzeRequest['files']): Promise<SpeechAnalysis[]> {
-  const request: AnalyzeRequest = { files, maxSeconds: MAX_ANALYSIS_SECONDS };
+export async function analyzeSamples(
+  files: ReadonlyArray<{ fileName: string; mimeType: string; path: string }>,
+): Promise<SpeechAnalysis[]> {
+  const request: AnalyzeRequest = {
+    files: files.map(({ fileName, mimeType, path }) => ({ fileName, mimeType, path })),
+    maxSeconds: MAX_ANALYSIS_SECONDS,
+  };
   const worker = new Worker(compiledModule('service/voices/analyze-worker.js'), { workerData: request });
   try {
     const [response] = (await once(worker, 'message')) as [AnalyzeResponse];

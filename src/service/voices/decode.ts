@@ -106,15 +106,39 @@ function sniff(b: Uint8Array): Container | undefined {
   return undefined;
 }
 
-async function decodeMp3(data: Uint8Array): Promise<DecodedSample> {
+/** MP3 is fed to the decoder this much at a time, so decoding can stop once enough audio is out. */
+const MP3_FEED_BYTES = 64 * 1024;
+
+/**
+ * Decodes up to `maxSeconds` of an MP3 (all of it when unset). A small MP3 can hold hours of audio
+ * (11 MiB at 32 kbit/s is 45 minutes, 1 GB of float samples), so the bound is on the output.
+ */
+async function decodeMp3(data: Uint8Array, maxSeconds: number | undefined): Promise<DecodedSample> {
   const decoder = new MPEGDecoder();
   await decoder.ready;
   try {
-    const { channelData, samplesDecoded, sampleRate } = decoder.decode(data);
-    const samples = new Float32Array(samplesDecoded);
-    const channels = channelData.length;
-    for (const channel of channelData) {
-      for (let i = 0; i < samplesDecoded; i++) samples[i]! += channel[i]! / channels;
+    const parts: Float32Array[] = [];
+    let total = 0;
+    let sampleRate = 0;
+    for (let offset = 0; offset < data.length; offset += MP3_FEED_BYTES) {
+      const out = decoder.decode(data.subarray(offset, offset + MP3_FEED_BYTES));
+      const n = out.samplesDecoded;
+      if (n === 0) continue;
+      sampleRate = out.sampleRate;
+      const mono = new Float32Array(n);
+      const channels = out.channelData.length;
+      for (const channel of out.channelData) {
+        for (let i = 0; i < n; i++) mono[i]! += channel[i]! / channels;
+      }
+      parts.push(mono);
+      total += n;
+      if (maxSeconds !== undefined && total >= maxSeconds * sampleRate) break;
+    }
+    const samples = new Float32Array(total);
+    let at = 0;
+    for (const p of parts) {
+      samples.set(p, at);
+      at += p.length;
     }
     return { sampleRate, samples };
   } finally {
@@ -131,12 +155,14 @@ function displayName(filename: string): string {
 /**
  * Decodes one uploaded sample (WAV or MP3) to mono float PCM at its own sample rate.
  * @param mimeType as the client declared it; only quoted in messages, the bytes decide.
+ * @param maxSeconds decode no more than about this much of an MP3 (a WAV's samples are all in `buf`).
  * @throws UnsupportedSampleError for anything else, and for audio too short or silent to learn from.
  */
 export async function decodeSample(
   buf: Uint8Array,
   filename: string,
   mimeType: string,
+  maxSeconds?: number,
 ): Promise<DecodedSample> {
   const file = `file ${displayName(filename)}`;
   const container = sniff(buf);
@@ -155,7 +181,7 @@ export async function decodeSample(
       });
     }
   } else {
-    decoded = await decodeMp3(buf);
+    decoded = await decodeMp3(buf, maxSeconds);
     if (decoded.samples.length === 0)
       throw new UnsupportedSampleError(`${file}: no MP3 audio could be decoded from it; send WAV or MP3`);
   }

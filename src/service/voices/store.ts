@@ -1,6 +1,7 @@
 import { randomBytes, createHash } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger } from 'pino';
 import type { EngineVoiceParams } from './params.js';
 
 export interface StoredSample {
@@ -24,13 +25,42 @@ export interface StoredVoice {
   readonly samples: readonly StoredSample[];
 }
 
+/** A sample already written to disk (an upload staged by the route), moved into the voice as is. */
+export interface StagedSample {
+  readonly fileName: string;
+  readonly mimeType: string;
+  readonly path: string;
+  readonly sizeBytes: number;
+  /** SHA-256 of the file, hex. */
+  readonly sha256: string;
+}
+
+/** A sample given as bytes. */
+export interface SampleBytes {
+  readonly fileName: string;
+  readonly mimeType: string;
+  readonly data: Uint8Array;
+}
+
 export interface NewVoice {
   name: string;
   owner: string;
   description: string | null;
   labels: Record<string, string>;
   engine: EngineVoiceParams;
-  files: ReadonlyArray<{ fileName: string; mimeType: string; data: Uint8Array }>;
+  files: ReadonlyArray<SampleBytes | StagedSample>;
+}
+
+export interface VoiceStoreOptions {
+  /** Told about directories under `voices/` that are skipped because they hold no readable voice. */
+  logger?: Logger | undefined;
+  /** Bytes of samples the store may hold, reservations of uploads in progress included. */
+  maxBytes?: number | undefined;
+}
+
+/** The store is full: the voice (or the upload) does not fit in its `maxBytes`. */
+export class VoiceStoreFullError extends Error {
+  override readonly name = 'VoiceStoreFullError';
 }
 
 const RECORD = 'voice.json';
@@ -43,6 +73,16 @@ function newVoiceId(): string {
   let id = '';
   for (const b of bytes) id += ID_ALPHABET[b % ID_ALPHABET.length];
   return id;
+}
+
+/** fsync of a file written by someone else (a staged upload), before it is committed. */
+async function syncFile(path: string): Promise<void> {
+  const handle = await open(path, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
 }
 
 async function writeFileDurably(path: string, data: Uint8Array | string): Promise<void> {
@@ -69,26 +109,68 @@ function safeExtension(fileName: string): string {
   return m ? `.${m[1]!.toLowerCase()}` : '';
 }
 
+/** The parts of a `voice.json` the service relies on; a record without them is not served. */
+function isVoiceRecord(v: unknown, dirName: string): v is StoredVoice {
+  if (typeof v !== 'object' || v === null) return false;
+  const r = v as Record<string, unknown>;
+  const engine = r['engine'] as Record<string, unknown> | null | undefined;
+  return (
+    r['voice_id'] === dirName &&
+    typeof r['name'] === 'string' &&
+    typeof r['owner'] === 'string' &&
+    Array.isArray(r['samples']) &&
+    typeof engine === 'object' &&
+    engine !== null &&
+    typeof engine['language'] === 'string' &&
+    typeof engine['variant'] === 'string' &&
+    typeof engine['pitch'] === 'number' &&
+    typeof engine['range'] === 'number' &&
+    typeof engine['rateWpm'] === 'number'
+  );
+}
+
+function sampleBytes(voice: StoredVoice): number {
+  let n = 0;
+  for (const s of voice.samples) n += Number.isFinite(s.size_bytes) ? s.size_bytes : 0;
+  return n;
+}
+
 /**
  * Voices on disk, one directory each: `<dataDir>/voices/<voice_id>/{voice.json, sample-N.ext}`. A voice is
  * written completely into a `.tmp-` directory (every file fsynced) and then renamed into place: the
  * rename is the commit point, so a crash mid-write leaves either the whole voice or nothing, and the
- * leftover temporary directory is removed at the next start.
+ * leftover temporary directory is removed at the next start. Uploads in progress are staged in `.tmp-`
+ * directories too (`stagingDir`), so they are cleaned up the same way.
+ *
+ * The store's size is bounded by `maxBytes`: the samples of its voices plus the bytes reserved by uploads
+ * still arriving (`tryReserve`), so concurrent uploads cannot overshoot it together.
  */
 export class VoiceStore {
   private readonly voices = new Map<string, StoredVoice>();
+  private usedBytes = 0;
+  private reservedBytes = 0;
 
   private constructor(
     readonly dir: string,
     builtIns: readonly StoredVoice[],
+    readonly maxBytes: number,
   ) {
     for (const v of builtIns) this.voices.set(v.voice_id, v);
   }
 
-  static async open(dataDir: string, builtIns: readonly StoredVoice[] = []): Promise<VoiceStore> {
+  /**
+   * Loads every voice under `<dataDir>/voices`. A directory that holds no readable voice (no `voice.json`,
+   * one that is not JSON or not a voice, or one naming another voice) is skipped with a warning and left
+   * on disk for its owner to look at: one bad entry must not keep the service, and the others, down.
+   */
+  static async open(
+    dataDir: string,
+    builtIns: readonly StoredVoice[] = [],
+    options: VoiceStoreOptions = {},
+  ): Promise<VoiceStore> {
     const dir = join(dataDir, 'voices');
     await mkdir(dir, { recursive: true });
-    const store = new VoiceStore(dir, builtIns);
+    const store = new VoiceStore(dir, builtIns, options.maxBytes ?? Number.POSITIVE_INFINITY);
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       const path = join(dir, entry.name);
@@ -96,10 +178,28 @@ export class VoiceStore {
         await rm(path, { recursive: true, force: true });
         continue;
       }
-      const voice = JSON.parse(await readFile(join(path, RECORD), 'utf8')) as StoredVoice;
-      if (voice.voice_id !== entry.name)
-        throw new Error(`voice store: ${path} holds voice ${voice.voice_id}`);
-      store.voices.set(voice.voice_id, voice);
+      let record: unknown;
+      try {
+        record = JSON.parse(await readFile(join(path, RECORD), 'utf8'));
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        options.logger?.warn(
+          { dir: path, err: error },
+          code === 'ENOENT'
+            ? `voice store: skipped ${path}: it has no ${RECORD}`
+            : `voice store: skipped ${path}: its ${RECORD} cannot be read`,
+        );
+        continue;
+      }
+      if (!isVoiceRecord(record, entry.name)) {
+        options.logger?.warn(
+          { dir: path },
+          `voice store: skipped ${path}: its ${RECORD} is not a voice record for ${entry.name}`,
+        );
+        continue;
+      }
+      store.voices.set(record.voice_id, record);
+      store.usedBytes += sampleBytes(record);
     }
     return store;
   }
@@ -117,23 +217,70 @@ export class VoiceStore {
     return this.voices.size;
   }
 
+  /** Bytes of samples held, and reserved by uploads in progress. */
+  get bytes(): { used: number; reserved: number } {
+    return { used: this.usedBytes, reserved: this.reservedBytes };
+  }
+
+  /** Reserves room for `n` more bytes of an upload; false when the store would pass `maxBytes`. */
+  tryReserve(n: number): boolean {
+    if (this.usedBytes + this.reservedBytes + n > this.maxBytes) return false;
+    this.reservedBytes += n;
+    return true;
+  }
+
+  release(n: number): void {
+    this.reservedBytes = Math.max(0, this.reservedBytes - n);
+  }
+
+  /** A new empty directory for an upload's files, removed at the next start if the process dies. */
+  async stagingDir(): Promise<string> {
+    const path = join(this.dir, `${TMP_PREFIX}upload-${randomBytes(8).toString('hex')}`);
+    await mkdir(path);
+    return path;
+  }
+
+  /**
+   * Writes (or, for staged samples, moves) the voice's files and commits it. Staged samples must live
+   * under this store's directory (the same file system: they are renamed, not copied). The caller keeps
+   * its reservation until this returns; the voice's bytes count as used from then on.
+   * @throws VoiceStoreFullError when sample bytes given as data would pass `maxBytes`.
+   */
   async add(input: NewVoice): Promise<StoredVoice> {
     let voiceId = newVoiceId();
     while (this.voices.has(voiceId)) voiceId = newVoiceId();
+    // Staged samples were reserved while they arrived; bytes given here are checked now.
+    let unreserved = 0;
+    for (const file of input.files) if ('data' in file) unreserved += file.data.byteLength;
+    if (!this.tryReserve(unreserved))
+      throw new VoiceStoreFullError(`the voice store is full (${this.maxBytes} bytes)`);
     const tmp = join(this.dir, `${TMP_PREFIX}${voiceId}`);
-    await mkdir(tmp);
     try {
+      await mkdir(tmp);
       const samples: StoredSample[] = [];
       for (const [i, file] of input.files.entries()) {
         const sampleId = `sample-${i + 1}${safeExtension(file.fileName)}`;
-        await writeFileDurably(join(tmp, sampleId), file.data);
-        samples.push({
-          sample_id: sampleId,
-          file_name: file.fileName,
-          mime_type: file.mimeType,
-          size_bytes: file.data.byteLength,
-          hash: createHash('sha256').update(file.data).digest('hex'),
-        });
+        const path = join(tmp, sampleId);
+        if ('data' in file) {
+          await writeFileDurably(path, file.data);
+          samples.push({
+            sample_id: sampleId,
+            file_name: file.fileName,
+            mime_type: file.mimeType,
+            size_bytes: file.data.byteLength,
+            hash: createHash('sha256').update(file.data).digest('hex'),
+          });
+        } else {
+          await rename(file.path, path);
+          await syncFile(path);
+          samples.push({
+            sample_id: sampleId,
+            file_name: file.fileName,
+            mime_type: file.mimeType,
+            size_bytes: file.sizeBytes,
+            hash: file.sha256,
+          });
+        }
       }
       const voice: StoredVoice = {
         voice_id: voiceId,
@@ -151,10 +298,13 @@ export class VoiceStore {
       await rename(tmp, join(this.dir, voiceId));
       await syncDir(this.dir);
       this.voices.set(voiceId, voice);
+      this.usedBytes += sampleBytes(voice);
       return voice;
     } catch (error) {
       await rm(tmp, { recursive: true, force: true });
       throw error;
+    } finally {
+      this.release(unreserved);
     }
   }
 }

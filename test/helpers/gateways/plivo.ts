@@ -5,8 +5,9 @@
  * a Unix-time `timestamp`), `dtmf`; no stop message (the socket closes). It accepts `playAudio` with
  * `media: {contentType, sampleRate, payload}` in the stream's `contentType` (the deployment must send
  * what `<Stream contentType>` says), `checkpoint` and `clearAudio` with the `streamId`. A checkpoint
- * comes back as `playedStream` only if the audio before it really played; a clear drops pending ones
- * and is answered with `clearedAudio`.
+ * comes back as `playedStream` only if the audio before it really played (as `played` with
+ * `playedEvent: 'played'`, the name Plivo's support article gives it); a clear drops pending ones and
+ * is answered with `clearedAudio`.
  */
 import { randomUUID } from 'node:crypto';
 import { FakeGateway, asObject, asString, type FakeGatewayOptions } from './fake-gateway.js';
@@ -18,6 +19,11 @@ export interface PlivoOptions extends FakeGatewayOptions {
   extraHeaders?: Record<string, string>;
   /** `<Stream contentType>`: both ways. */
   contentType?: 'audio/x-mulaw;rate=8000' | 'audio/x-l16;rate=8000' | 'audio/x-l16;rate=16000';
+  /**
+   * The event a reached checkpoint comes back as: `playedStream` (the reference, the default) or
+   * `played` (support.plivo.com/hc/en-us/articles/32800564168345).
+   */
+  playedEvent?: 'playedStream' | 'played';
 }
 
 export class FakePlivo extends FakeGateway {
@@ -26,6 +32,7 @@ export class FakePlivo extends FakeGateway {
   private readonly mime: string;
   private readonly sampleRate: number;
   private readonly extraHeaders: string;
+  private readonly playedEvent: 'playedStream' | 'played';
 
   constructor(url: string, options: PlivoOptions = {}) {
     const [mime = '', rate = ''] = (options.contentType ?? 'audio/x-mulaw;rate=8000').split(';rate=');
@@ -38,6 +45,7 @@ export class FakePlivo extends FakeGateway {
     this.sampleRate = sampleRate;
     this.callId = options.callId ?? randomUUID();
     this.streamId = options.streamId ?? randomUUID();
+    this.playedEvent = options.playedEvent ?? 'playedStream';
     this.extraHeaders = Object.entries(options.extraHeaders ?? {})
       .map(([k, v]) => `${k}=${v}`)
       .join(';');
@@ -79,7 +87,7 @@ export class FakePlivo extends FakeGateway {
 
   protected returnMark(name: string, cleared: boolean): boolean {
     if (cleared) return false;
-    this.send({ event: 'playedStream', sequenceNumber: ++this.seq, streamId: this.streamId, name });
+    this.send({ event: this.playedEvent, sequenceNumber: ++this.seq, streamId: this.streamId, name });
     return true;
   }
 

@@ -1,11 +1,13 @@
 /**
  * A fake Telnyx media stream (`stream_bidirectional_mode: rtp`), written from Telnyx's media-streaming
  * docs: JSON text only; `connected`, then `start` (top-level `stream_id`, `start.call_control_id`,
- * `start.media_format` with codec names like 'PCMU', `start.custom_parameters`), inbound `media`
- * (20 ms RTP payloads, base64, a millisecond `timestamp`), `dtmf`, `stop`. It plays what
- * `stream_bidirectional_codec` says (PCMU 8 kHz by default) and accepts `media` with 20 ms to 30 s of
- * audio, `mark` and `clear`; none needs the stream id, but one that carries it must carry ours. Marks
- * come back by Twilio's rules: when the audio before them has played, all pending ones on a clear.
+ * `start.media_format` with codec names like 'PCMU', `start.custom_parameters`: an object as the
+ * AsyncAPI example shows it, or with `parametersAsList` the `[{name, value}]` list `streaming_start`
+ * takes), inbound `media` (20 ms RTP payloads, base64, a millisecond `timestamp`), `dtmf`, `stop`. It
+ * plays what `stream_bidirectional_codec` says (PCMU 8 kHz by default) and accepts `media` with 20 ms
+ * to 30 s of audio, `mark` and `clear`; none needs the stream id, but one that carries it must carry
+ * ours. Marks come back by Twilio's rules: when the audio before them has played, all pending ones on a
+ * clear.
  */
 import { randomUUID } from 'node:crypto';
 import { FakeGateway, randomId, type FakeGatewayOptions } from './fake-gateway.js';
@@ -14,6 +16,8 @@ export interface TelnyxOptions extends FakeGatewayOptions {
   callControlId?: string;
   streamId?: string;
   customParameters?: Record<string, string>;
+  /** Send `custom_parameters` as `streaming_start`'s `[{name, value}]` list instead of an object. */
+  parametersAsList?: boolean;
   /** `stream_bidirectional_codec` (and the call's codec): PCMU or PCMA at 8 kHz. */
   codec?: 'PCMU' | 'PCMA';
 }
@@ -69,10 +73,16 @@ export class FakeTelnyx extends FakeGateway {
         tags: [],
         client_state: null,
         media_format: { encoding: this.options.codec ?? 'PCMU', sample_rate: 8000, channels: 1 },
-        custom_parameters: this.options.customParameters ?? {},
+        custom_parameters: this.customParameters(),
       },
       stream_id: this.streamId,
     });
+  }
+
+  private customParameters(): Record<string, string> | Array<{ name: string; value: string }> {
+    const parameters = this.options.customParameters ?? {};
+    if (!this.options.parametersAsList) return parameters;
+    return Object.entries(parameters).map(([name, value]) => ({ name, value }));
   }
 
   protected sendMedia(payload: Uint8Array): void {

@@ -14,7 +14,16 @@ async function overlay(text: string): Promise<string> {
 describe('loadConfig', () => {
   it('has working defaults', () => {
     const { config, secrets } = loadConfig({});
-    expect(config.server).toEqual({ host: '127.0.0.1', port: 8080, shutdownGraceMs: 10_000 });
+    expect(config.server).toEqual({
+      host: '127.0.0.1',
+      port: 8080,
+      shutdownGraceMs: 10_000,
+      allowedHosts: [],
+      maxConnections: 4000,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 120_000,
+      keepAliveTimeoutMs: 5000,
+    });
     expect(config.dataDir).toBe('./data');
     expect(config.speech.baseUrl).toBeNull();
     expect(secrets.speechApiKey).toBeUndefined();
@@ -31,8 +40,14 @@ describe('loadConfig', () => {
       DATA_DIR: '/tmp/d',
       MEDIA_STREAM_TOKEN: 'media-token',
       CONTROL_TOKEN: 'control-token',
+      ALLOWED_HOSTS: 'voice.example.com, .corp.example,',
     });
-    expect(config.server).toEqual({ host: '0.0.0.0', port: 9100, shutdownGraceMs: 10_000 });
+    expect(config.server).toMatchObject({
+      host: '0.0.0.0',
+      port: 9100,
+      shutdownGraceMs: 10_000,
+      allowedHosts: ['voice.example.com', '.corp.example'],
+    });
     expect(config.logLevel).toBe('debug');
     expect(config.speech.maxRetries).toBe(5);
     expect(config.speech.authHeader).toBe('ServicePlatform-APIKey');

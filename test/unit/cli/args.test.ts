@@ -89,6 +89,15 @@ describe('the speech service target', () => {
     expect(serviceTarget({ url: 'http://h/proxy/tts' }, {}, 'say').baseUrl).toBe('http://h/proxy/tts');
   });
 
+  it('keeps credentials in the URL for the client to send, and never shows them in a message', () => {
+    expect(
+      serviceTarget({}, { SPEECH_BASE_URL: 'https://bob:hunter2-PASS@tts.example/' }, 'say').baseUrl,
+    ).toBe('https://bob:hunter2-PASS@tts.example/api/speech');
+    const message = usage(() => serviceTarget({ url: 'ftp://bob:hunter2-PASS@h/' }, {}, 'say')).message;
+    expect(message).toContain('must be http(s)');
+    expect(message).not.toContain('hunter2');
+  });
+
   it('refuses what is not an http(s) URL', () => {
     expect(usage(() => serviceTarget({ url: 'not a url' }, {}, 'say')).message).toBe(
       '--url is not a URL: "not a url"',

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
+import { FORMAT_INFO, isOutputFormat } from '../../../src/speech/formats.js';
 import { patternBytes, startLoopback, type Loopback } from './loopback.js';
 
 const KEY = 'sk_live_0123456789abcdef';
@@ -15,8 +16,12 @@ afterEach(async () => {
 });
 
 async function setup(options: Partial<SpeechClientOptions> = {}): Promise<{ c: SpeechClient; s: Loopback }> {
-  server = await startLoopback((_req, res) => {
-    res.writeHead(200, { 'content-type': 'audio/wav' });
+  server = await startLoopback((req, res) => {
+    // The audio type that was asked for: the client refuses any other.
+    const format = new URL(req.url ?? '/', 'http://localhost').searchParams.get('output_format');
+    res.writeHead(200, {
+      'content-type': isOutputFormat(format) ? FORMAT_INFO[format].contentType : 'audio/wav',
+    });
     res.end(patternBytes(44));
   });
   client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, ...options });

@@ -75,6 +75,19 @@ describe('decodeSample', () => {
     expect(analyzeSpeech(out.samples, out.sampleRate).f0Hz).toBeCloseTo(200, -1);
   });
 
+  it('decodes no more of a long MP3 than asked for: the output, not the file, bounds the memory', async () => {
+    const sampleRate = 22_050;
+    const input = tone(200, sampleRate, 60, 0.3);
+    const file = await mp3([input], sampleRate);
+    const whole = await decodeSample(file, 'long.mp3', 'audio/mpeg');
+    expect(whole.samples.length).toBeGreaterThanOrEqual(input.length);
+    const start = await decodeSample(file, 'long.mp3', 'audio/mpeg', 2);
+    // Decoding stops within one feed of 64 KiB (a few seconds at this bitrate) after 2 s.
+    expect(start.samples.length).toBeGreaterThanOrEqual(2 * sampleRate);
+    expect(start.samples.length).toBeLessThan(whole.samples.length / 3);
+    expect(start.samples[5000]).toBe(whole.samples[5000]);
+  });
+
   it('decodes a stereo MP3 behind an ID3 tag, whatever the name and type claim', async () => {
     const left = tone(150, 44_100, 1);
     const right = tone(150, 44_100, 1, 0.1);

@@ -1,7 +1,7 @@
 /**
  * Plivo Audio Streaming against plivo.com/docs/voice-agents/audio-streaming/concepts/
  * audio-streaming-reference and docs.plivo.com/docs/voice/xml/audiostream (fixtures under
- * test/fixtures/gateways/plivo).
+ * test/fixtures/gateways/plivo), and support.plivo.com's checkpoint article for `played`.
  */
 import { describe, expect, it } from 'vitest';
 import { plivo } from '../../../../adapters/media-stream/protocols/plivo.js';
@@ -72,6 +72,17 @@ describe('plivo: parsing what Plivo sends', () => {
     expect(parse('clearedAudio.json')).toEqual({ type: 'cleared' });
   });
 
+  it('played (the checkpoint answer as Plivo support names it) is playedStream', () => {
+    // support.plivo.com/hc/en-us/articles/32800564168345: the same streamId and name, event "played".
+    const played = { ...fixtureJson('plivo', 'playedStream.json'), event: 'played' };
+    expect(plivo.parse(json(played), false)).toEqual(parse('playedStream.json'));
+    expect(plivo.parse(json(played), false)).toEqual({
+      type: 'mark',
+      name: 'checkpoint-name',
+      outcome: 'played',
+    });
+  });
+
   it('stop (not in the reference, taken when it comes); playFailed and error are ignored', () => {
     expect(plivo.parse(json({ event: 'stop', streamId: SID }), false)).toEqual({ type: 'stop' });
     expect(plivo.parse(json({ event: 'playFailed', reason: 'bad audio' }), false)).toEqual({
@@ -88,6 +99,7 @@ describe('plivo: bad input', () => {
     ['an unknown event', json({ event: 'connected' }), 'unknown_event'],
     ['bad base64', json({ event: 'media', media: { payload: 'AAA' } }), 'malformed'],
     ['playedStream without a name', json({ event: 'playedStream', streamId: SID }), 'malformed'],
+    ['played without a name', json({ event: 'played', streamId: SID }), 'malformed'],
     ['a start without streamId', json({ event: 'start', start: { callId: CALL } }), 'invalid_start'],
     [
       'extra_headers that look like JSON but are not',
@@ -132,7 +144,7 @@ describe('plivo: what we send', () => {
     expect(jsonOf(plivo.encodeClear(stream()))).toEqual(fixtureJson('plivo', 'send-clearAudio.json'));
   });
 
-  it('acknowledges playout (playedStream); no hang-up message', () => {
+  it('acknowledges playout (playedStream or played); no hang-up message', () => {
     expect(plivo.playoutAcks).toBe(true);
     expect(plivo.canHangUp).toBe(false);
     expect(plivo.encodeHangup(stream())).toBeUndefined();

@@ -82,6 +82,46 @@ describe('telnyx: parsing what Telnyx sends', () => {
     expect(withParameters(42).callId).toBe(startOf(parse('start.json')).callId);
   });
 
+  it('start: the list and the object (the AsyncAPI example) give the same parameters', () => {
+    const message = fixtureJson('telnyx', 'start.json');
+    const withParameters = (custom_parameters: unknown) =>
+      startOf(
+        telnyx.parse(
+          json({ ...message, start: { ...(message['start'] as object), custom_parameters } }),
+          false,
+        ),
+      );
+    const asObject = {
+      customer_id: 'customer_123',
+      flow: 'sales',
+      tries: 2,
+      vip: true,
+      tags: ['a'],
+      gone: null,
+    };
+    const asList = Object.entries(asObject).map(([name, value]) => ({ name, value }));
+    const expected = { customer_id: 'customer_123', flow: 'sales', tries: '2', vip: 'true', tags: '["a"]' };
+    expect(withParameters(asObject).parameters).toEqual(expected);
+    expect(withParameters(asList).parameters).toEqual(expected);
+    // Malformed entries or values are skipped, never a refused start: the call starts with the rest.
+    const plain = startOf(parse('start.json'));
+    for (const bad of [
+      null,
+      true,
+      [],
+      [null, 7, ['flow', 'x']],
+      [{ name: 3, value: 'x' }],
+      [{ value: 'x' }],
+    ]) {
+      const s = withParameters(bad);
+      expect(s.parameters).toEqual({});
+      expect({ ...s, parameters: {} }).toEqual(plain);
+    }
+    expect(withParameters([{ name: 'flow' }, { name: 'flow', value: 'sales' }]).parameters).toEqual({
+      flow: 'sales',
+    });
+  });
+
   it('start: the outbound codec is the deployment setting (stream_bidirectional_codec)', () => {
     const l16 = { encoding: 's16le', sampleRate: 16000, channels: 1 } as const;
     const s = startOf(parse('start.json', { outbound: l16 }));

@@ -40,6 +40,14 @@ describe('vonage: parsing what Vonage sends', () => {
     expect(s.framing).toEqual({ minBytes: 320, multipleOfBytes: 320, maxBytes: 320, exact: true });
   });
 
+  it('plays back in the content-type it streams: an outbound setting does not change it', () => {
+    // Vonage takes back only the format it streams, so calls.formats.vonage is refused by the config.
+    const settings = { outbound: { encoding: 'mulaw', sampleRate: 8000, channels: 1 } } as const;
+    const s = startOf(vonage.parse(fixtureMessage('vonage', 'connected.json'), false, settings));
+    expect(s.outbound).toEqual({ encoding: 's16le', sampleRate: 16000, channels: 1 });
+    expect(s.outbound).toEqual(s.inbound);
+  });
+
   it('binary messages are media, passed on as they came', () => {
     const audio = pattern(640);
     const event = vonage.parse(audio, true);
