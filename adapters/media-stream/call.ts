@@ -117,6 +117,8 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
 
   constructor(options: CallOptions) {
     super();
+    // Every event-stream subscriber listens (bounded by server.maxConnections), plus the app's own.
+    this.setMaxListeners(0);
     this.options = options;
     this.gateway = options.gateway.name;
     this.log = options.logger;
