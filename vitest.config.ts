@@ -6,7 +6,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    // A certificate for the fake Discord voice server (test/helpers/discord/voice-server.ts), trusted
+    // A certificate for the fake Discord voice server (testkit/discord/voice-server.ts), trusted
     // by every worker through NODE_EXTRA_CA_CERTS.
     globalSetup: ['test/tls-setup.ts'],
   },

@@ -9,8 +9,8 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { startBenchApp } from './app.js';
-import { launchChromium, writeCallerSpeech } from '../test/helpers/browser.js';
-import { SseReader } from '../test/helpers/sse.js';
+import { launchChromium, writeCallerSpeech } from '../testkit/browser.js';
+import { SseReader } from '../testkit/sse.js';
 import { fmt, percentile, printTable } from './stats.js';
 
 const CALLS = 8;

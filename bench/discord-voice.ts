@@ -24,7 +24,7 @@ import {
   FakeVoiceServer,
   type ReceivedPacket,
   loudVoice,
-} from '../test/helpers/discord/voice-server.js';
+} from '../testkit/discord/voice-server.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';

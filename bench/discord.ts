@@ -17,7 +17,7 @@ import { loadConfig } from '../src/app/config.js';
 import { createLogger } from '../src/app/logger.js';
 import { FramePipeline } from '../src/speaker/frame-pipeline.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
-import { makeTestCertificate } from '../test/helpers/discord/tls.js';
+import { makeTestCertificate } from '../testkit/discord/tls.js';
 import { FFMPEG_PCM24K_INPUT, measureRuns } from './baselines.js';
 import { createOpusEncoder, opusImplementation, type OpusEncoder } from '../adapters/discord/opus.js';
 import { fmt, median, printTable } from './stats.js';

@@ -10,14 +10,14 @@ import {
   type SpeechOnset,
   type VadSampleRate,
 } from '../src/audio/vad/index.js';
-import { seeded } from '../test/helpers/random.js';
+import { seeded } from '../testkit/random.js';
 import {
   NON_SPEECH_KINDS,
   nonSpeechSecond,
   noisyUtterance,
   UTTERANCES,
   VOICES,
-} from '../test/helpers/vad-audio.js';
+} from '../testkit/vad-audio.js';
 import { fmt, percentile, printTable } from './stats.js';
 
 const SNRS = [20, 10, 5];

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeTestCertificate } from './helpers/discord/tls.js';
+import { makeTestCertificate } from '../testkit/discord/tls.js';
 
 export default function setup(): () => void {
   const dir = mkdtempSync(join(tmpdir(), 'voxbridge-tls-'));

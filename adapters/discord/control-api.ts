@@ -24,10 +24,10 @@ import {
   sendMethodNotAllowed,
   sendUnauthorized,
   type RouteHandler,
-} from '../../src/app/http.js';
+} from '../../src/http/http.js';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import type { UtteranceResult } from '../../src/speaker/speaker.js';
-import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/app/say-request.js';
+import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/control/say-request.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 

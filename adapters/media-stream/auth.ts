@@ -4,7 +4,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { GatewayName } from './protocols/types.js';
+import type { GatewayName } from '../../src/protocols/types.js';
 
 export interface MediaAuthSecrets {
   twilioAuthToken: string | undefined;

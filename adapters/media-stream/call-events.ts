@@ -1,7 +1,7 @@
 /** What a call reports (the control API's event stream, flow webhooks), and an utterance's public result. */
 import type { FlowEvent } from '../../src/flows/runner.js';
 import type { UtteranceResult } from '../../src/speaker/speaker.js';
-import type { GatewayName } from './protocols/types.js';
+import type { GatewayName } from '../../src/protocols/types.js';
 
 /** What a call reports, in order; `seq` numbers them per call. */
 export type CallEvent = { seq: number; at: string; callId: string } & (

@@ -18,7 +18,7 @@ import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
 import { CLOSE } from './close-codes.js';
 import { DigitQueue } from './digit-queue.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
-import { checkIds, limitParameters } from './protocols/common.js';
+import { checkIds, limitParameters } from '../../src/protocols/common.js';
 import {
   ProtocolError,
   type GatewayName,
@@ -26,7 +26,7 @@ import {
   type InboundEvent,
   type ProtocolOptions,
   type StreamInfo,
-} from './protocols/types.js';
+} from '../../src/protocols/types.js';
 
 export interface CallSettings {
   voiceId: string;

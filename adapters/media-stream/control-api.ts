@@ -12,8 +12,8 @@ import {
   sendMethodNotAllowed,
   sendUnauthorized,
   type RouteHandler,
-} from '../../src/app/http.js';
-import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/app/say-request.js';
+} from '../../src/http/http.js';
+import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/control/say-request.js';
 import { EventStream } from '../../src/http/event-stream.js';
 import { publicResult, type CallEvent } from './call-events.js';
 import { CallNotActiveError, type Call } from './call.js';

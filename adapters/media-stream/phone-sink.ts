@@ -7,7 +7,7 @@ import { frameBytes, silenceFrame } from '../../src/audio/framer.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import { PlayoutClock } from '../../src/speaker/playout-clock.js';
 import type { AudioSink, SinkFrame, WireFormat } from '../../src/speaker/sink.js';
-import type { GatewayProtocol, OutboundMessage, StreamInfo } from './protocols/types.js';
+import type { GatewayProtocol, OutboundMessage, StreamInfo } from '../../src/protocols/types.js';
 
 /** Where messages go: the call's WebSocket. `onSent` runs once the bytes left for the socket. */
 export interface MediaTransport {

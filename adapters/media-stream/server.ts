@@ -17,7 +17,7 @@ import type { CallEvent } from './call-events.js';
 import { Call, type CallRefusal, type CallSettings } from './call.js';
 import { CLOSE, closeReason } from './close-codes.js';
 import type { OnsetDetector } from './caller-audio.js';
-import type { GatewayName, GatewayProtocol, StreamInfo } from './protocols/types.js';
+import type { GatewayName, GatewayProtocol, StreamInfo } from '../../src/protocols/types.js';
 
 export { CLOSE } from './close-codes.js';
 

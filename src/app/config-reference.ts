@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { isMap, isScalar, parseDocument, type Node as YamlNode, type YAMLMap } from 'yaml';
 import { z } from 'zod';
 import { configSchema } from './config.js';
-import { PROJECT_ROOT } from './paths.js';
+import { PROJECT_ROOT } from '../paths.js';
 
 interface JsonSchema {
   type?: string | string[];

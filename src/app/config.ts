@@ -3,11 +3,9 @@ import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { flowsSchema } from '../flows/schema.js';
+import { SCOPES } from '../service/auth.js';
 import { isLoopbackHost } from '../http/web-guard.js';
-import { PROJECT_ROOT } from './paths.js';
-
-export const SCOPES = ['speech', 'voices:read', 'voices:write'] as const;
-export type Scope = (typeof SCOPES)[number];
+import { PROJECT_ROOT } from '../paths.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -9,7 +9,7 @@ import type { Call } from '../../adapters/media-stream/call.js';
 import type { CallEvent } from '../../adapters/media-stream/call-events.js';
 import type { GuildVoice } from '../../adapters/discord/guild-voice.js';
 import type { UtteranceResult } from '../speaker/speaker.js';
-import { bearerAuthorized, sendUnauthorized, type RouteHandler } from './http.js';
+import { bearerAuthorized, sendUnauthorized, type RouteHandler } from '../http/http.js';
 
 export type Adapter = 'phone' | 'discord';
 

@@ -12,7 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import type { ServerResponse } from 'node:http';
-import type { GatewayName } from '../../adapters/media-stream/protocols/types.js';
+import type { GatewayName } from '../protocols/types.js';
 import type { Flow } from '../flows/schema.js';
 import type { SpeechClient } from '../speech/client.js';
 import {
@@ -21,8 +21,8 @@ import {
   sendMethodNotAllowed,
   sendUnauthorized,
   type RouteHandler,
-} from './http.js';
-import { PROJECT_ROOT } from './paths.js';
+} from '../http/http.js';
+import { PROJECT_ROOT } from '../paths.js';
 
 /** The page's HTML and CSS, as written (no build step). */
 const PAGE_DIR = join(PROJECT_ROOT, 'web', 'phone');

@@ -10,7 +10,7 @@ import {
 } from './args.js';
 import { DTMF_KEYS } from './keyboard.js';
 import { DIGIT_SPACING_MS, PROMPT_END_QUIET_MS, runSoftphone, type SoftphoneOptions } from './softphone.js';
-import { twilioSid } from '../../adapters/media-stream/twilio-caller.js';
+import { twilioSid } from '../protocols/twilio-caller.js';
 
 export const CALL_HELP = `Usage: voxbridge call [options]
 

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../app/paths.js';
+import { PROJECT_ROOT } from '../paths.js';
 import { CliError, GLOBAL_HELP, UsageError, type Env } from './args.js';
 import { CALL_HELP, parseCall, runCall } from './call.js';
 import { parseSay, runSay, SAY_HELP } from './say.js';

@@ -11,7 +11,7 @@ import { WavRecorder } from './audio-file.js';
 import { Keyboard, type KeyAction } from './keyboard.js';
 import { findPlayer, micCommand, Microphone, NO_PLAYER_HINT, Player, type PlayerCommand } from './player.js';
 import { Playout } from './playout.js';
-import { twilioSid } from '../../adapters/media-stream/twilio-caller.js';
+import { twilioSid } from '../protocols/twilio-caller.js';
 import { TwilioGateway } from './twilio-gateway.js';
 
 export interface SoftphoneOptions {

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
-import { parseServerMessage, TwilioCallerMessages } from '../../adapters/media-stream/twilio-caller.js';
+import { parseServerMessage, TwilioCallerMessages } from '../protocols/twilio-caller.js';
 import { CliError } from './args.js';
 
 export interface TwilioGatewayOptions {

@@ -1,6 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Scope } from '../app/config.js';
+
+/** What a service key may do: speak, list voices, add voices. */
+export const SCOPES = ['speech', 'voices:read', 'voices:write'] as const;
+export type Scope = (typeof SCOPES)[number];
 
 export interface ServiceKey {
   /** A name for logs and the concurrency limit; never the key itself. */

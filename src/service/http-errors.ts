@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { sendJson } from '../app/http.js';
+import { sendJson } from '../http/http.js';
 
 const TYPES: Record<number, string> = {
   400: 'validation_error',

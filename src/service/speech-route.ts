@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import type { Logger } from 'pino';
-import { BodyTooLargeError, readBody } from '../app/http.js';
+import { BodyTooLargeError, readBody } from '../http/http.js';
 import { DEFAULT_OUTPUT_FORMAT, FORMAT_INFO, isOutputFormat, type OutputFormat } from '../speech/formats.js';
 import {
   checkModelId,

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { sendJson } from '../app/http.js';
+import { sendJson } from '../http/http.js';
 import type { Principal } from './auth.js';
 import { badRequest, ServiceHttpError } from './http-errors.js';
 import type { ConcurrencyLimiter } from './limiter.js';

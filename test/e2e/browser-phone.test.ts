@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/app/paths.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium, writeCallerSpeech } from '../helpers/browser.js';
-import { SseReader } from '../helpers/sse.js';
+import { launchChromium, writeCallerSpeech } from '../../testkit/browser.js';
+import { SseReader } from '../../testkit/sse.js';
 
 const ARTIFACTS = join(PROJECT_ROOT, 'test-artifacts');
 const GREETING = 'Hello, and thank you for calling voxbridge.';

@@ -18,7 +18,7 @@ import { FakeJambonz } from '../helpers/gateways/jambonz.js';
 import { FakePlivo } from '../helpers/gateways/plivo.js';
 import { FakeTelnyx } from '../helpers/gateways/telnyx.js';
 import { FakeVonage } from '../helpers/gateways/vonage.js';
-import { SseReader } from '../helpers/sse.js';
+import { SseReader } from '../../testkit/sse.js';
 
 /** `calls.markIntervalMs` of config/default.yaml: how far a mark-based played_ms may trail playout. */
 const MARK_INTERVAL_MS = 200;

@@ -10,8 +10,8 @@ import { twilioSignature } from '../../adapters/media-stream/auth.js';
 import { encodeMulaw } from '../../src/audio/g711.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
-import { SseReader } from '../helpers/sse.js';
-import { noisyUtterance, VOICES } from '../helpers/vad-audio.js';
+import { SseReader } from '../../testkit/sse.js';
+import { noisyUtterance, VOICES } from '../../testkit/vad-audio.js';
 
 let t: TestApp;
 let wsUrl: string;

@@ -11,11 +11,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledModule, PROJECT_ROOT } from '../../src/app/paths.js';
+import { compiledModule, PROJECT_ROOT } from '../../src/paths.js';
 import { parseWav } from '../../src/audio/wav.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
-import { espeakSpeech, probeWithFfmpeg, wavFile } from '../helpers/audio.js';
-import { SseReader } from '../helpers/sse.js';
+import { espeakSpeech, probeWithFfmpeg, wavFile } from '../../testkit/audio.js';
+import { SseReader } from '../../testkit/sse.js';
 
 const CLI = compiledModule('cli/main.js').pathname;
 const MEDIA_TOKEN = 'cli-test-media-token-0123456789';

@@ -8,7 +8,7 @@ import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
 import { SpeechClient } from '../../src/speech/client.js';
 import { SpeechInputError, SpeechServiceError } from '../../src/speech/errors.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
-import { espeakSpeech, wavFile } from '../helpers/audio.js';
+import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 let t: TestApp;
 let client: SpeechClient;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/app/paths.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
 
 const run = promisify(execFile);
 

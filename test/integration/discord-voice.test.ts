@@ -35,7 +35,7 @@ import {
   testTls,
   type FakeVoiceServerOptions,
   type ReceivedPacket,
-} from '../helpers/discord/voice-server.js';
+} from '../../testkit/discord/voice-server.js';
 
 const GUILD = '710000000000000001';
 const CHANNEL = '720000000000000001';

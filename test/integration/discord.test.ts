@@ -17,7 +17,7 @@ import {
   testTls,
   type ReceivedPacket,
   loudVoice,
-} from '../helpers/discord/voice-server.js';
+} from '../../testkit/discord/voice-server.js';
 
 const GUILD = '100000000000000001';
 const CHANNEL = '200000000000000001';

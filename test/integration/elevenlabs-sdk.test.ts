@@ -6,7 +6,7 @@ import { ElevenLabsClient, ElevenLabsError } from '@elevenlabs/elevenlabs-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
-import { espeakSpeech, wavFile } from '../helpers/audio.js';
+import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 let t: TestApp;
 let sdk: ElevenLabsClient;

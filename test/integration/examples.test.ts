@@ -7,7 +7,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/app/paths.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;

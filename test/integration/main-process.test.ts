@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compiledModule } from '../../src/app/paths.js';
+import { compiledModule } from '../../src/paths.js';
 
 let dataDir: string;
 beforeAll(async () => {

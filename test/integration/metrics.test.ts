@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { FakeMainGateway, FakeVoiceServer, testTls } from '../helpers/discord/voice-server.js';
+import { FakeMainGateway, FakeVoiceServer, testTls } from '../../testkit/discord/voice-server.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 
 let t: TestApp;

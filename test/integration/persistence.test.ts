@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { VoiceStore } from '../../src/service/voices/store.js';
 import { KEYS, startTestApp } from '../helpers/app.js';
-import { espeakSpeech, wavFile } from '../helpers/audio.js';
+import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 describe('voice store persistence', () => {
   it('voices survive a restart of the app', async () => {

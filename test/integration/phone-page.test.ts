@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
-import { SseReader } from '../helpers/sse.js';
+import { SseReader } from '../../testkit/sse.js';
 
 let open: TestApp;
 let guarded: TestApp;
@@ -69,7 +69,7 @@ describe('the browser phone page', () => {
     expect([...seen]).toEqual(
       expect.arrayContaining([
         '/phone/js/src/audio/g711.js',
-        '/phone/js/adapters/media-stream/twilio-caller.js',
+        '/phone/js/src/protocols/twilio-caller.js',
         '/phone/js/web/phone/worklet-messages.js',
       ]),
     );

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
-import { espeakSpeech, wavFile } from '../helpers/audio.js';
+import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 const BOUNDARY = 'voxbridge-test-boundary';
 

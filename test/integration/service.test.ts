@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
-import { espeakSpeech, probeWithFfmpeg, wavFile } from '../helpers/audio.js';
+import { espeakSpeech, probeWithFfmpeg, wavFile } from '../../testkit/audio.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { SAY_MAX_CHARS } from '../../src/app/say-request.js';
+import { SAY_MAX_CHARS } from '../../src/control/say-request.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 

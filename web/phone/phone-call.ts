@@ -4,11 +4,7 @@
  * the same module as the terminal softphone's.
  */
 import { decodeMulaw, encodeMulaw } from '../../src/audio/g711.js';
-import {
-  parseServerMessage,
-  twilioSid,
-  TwilioCallerMessages,
-} from '../../adapters/media-stream/twilio-caller.js';
+import { parseServerMessage, twilioSid, TwilioCallerMessages } from '../../src/protocols/twilio-caller.js';
 import { SAMPLE_RATE, type FromWorklet, type ToWorklet } from './worklet-messages.js';
 
 export interface PhoneCallOptions {

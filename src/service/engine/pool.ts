@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { compiledModule } from '../../app/paths.js';
+import { compiledModule } from '../../paths.js';
 import type { EngineVoiceParams } from '../voices/params.js';
 import { CANCEL_SLOT, type FromWorker, type SynthJob } from './protocol.js';
 import { splitForEngine } from './sentences.js';

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { Worker } from 'node:worker_threads';
-import { compiledModule } from '../../app/paths.js';
+import { compiledModule } from '../../paths.js';
 import type { SpeechAnalysis } from './analyze.js';
 import type { AnalyzeRequest, AnalyzeResponse } from './analyze-worker.js';
 import { UnsupportedSampleError } from './decode.js';

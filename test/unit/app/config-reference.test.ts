@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { renderConfigReference } from '../../../src/app/config-reference.js';
-import { PROJECT_ROOT } from '../../../src/app/paths.js';
+import { PROJECT_ROOT } from '../../../src/paths.js';
 
 const yamlText = readFileSync(join(PROJECT_ROOT, 'config', 'default.yaml'), 'utf8');
 

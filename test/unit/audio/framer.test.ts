@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FRAME_MS, Framer, frameBytes, silenceFrame, type WireFormat } from '../../../src/audio/framer.js';
 import { encodeAlaw, encodeMulaw } from '../../../src/audio/g711.js';
-import { seeded } from '../../helpers/random.js';
+import { seeded } from '../../../testkit/random.js';
 
 const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 const ALAW_8K: WireFormat = { encoding: 'alaw', sampleRate: 8000, channels: 1 };

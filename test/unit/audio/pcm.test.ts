@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PcmAligner, bytesToInt16, int16ToBytes } from '../../../src/audio/pcm.js';
-import { seeded } from '../../helpers/random.js';
+import { seeded } from '../../../testkit/random.js';
 
 /** s16le bytes of `samples`, built byte by byte (independent of the code under test). */
 function leBytes(samples: readonly number[]): number[] {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Resampler, designResampler } from '../../../src/audio/resampler.js';
-import { seeded } from '../../helpers/random.js';
+import { seeded } from '../../../testkit/random.js';
 
 /** The rate pairs the project needs, with the passband each must keep flat. */
 const PATHS = [

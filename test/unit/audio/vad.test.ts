@@ -14,7 +14,7 @@ import {
   type SpeechOnset,
   type VadSampleRate,
 } from '../../../src/audio/vad/index.js';
-import { seeded } from '../../helpers/random.js';
+import { seeded } from '../../../testkit/random.js';
 import {
   NON_SPEECH_KINDS,
   nonSpeechSecond,
@@ -23,7 +23,7 @@ import {
   VOICES,
   type NoiseOptions,
   type TestUtterance,
-} from '../../helpers/vad-audio.js';
+} from '../../../testkit/vad-audio.js';
 
 let model: SileroModel;
 beforeAll(async () => {

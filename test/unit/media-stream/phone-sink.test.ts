@@ -5,12 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { PhoneSink, type PlayoutOutcome } from '../../../adapters/media-stream/phone-sink.js';
-import type {
-  Framing,
-  GatewayProtocol,
-  OutboundMessage,
-  StreamInfo,
-} from '../../../adapters/media-stream/protocols/types.js';
+import type { Framing, GatewayProtocol, OutboundMessage, StreamInfo } from '../../../src/protocols/types.js';
 import type { WireFormat } from '../../../src/audio/framer.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 

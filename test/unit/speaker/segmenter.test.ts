@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { segmentStream, segmentText, type Segment } from '../../../src/speaker/segmenter.js';
 import { TEXT_MAX_CHARS, textLength } from '../../../src/speech/limits.js';
-import { seeded } from '../../helpers/random.js';
+import { seeded } from '../../../testkit/random.js';
 
 const texts = (segments: readonly Segment[]): string[] => segments.map((s) => s.text);
 

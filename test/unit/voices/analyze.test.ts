@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analyzeSpeech } from '../../../src/service/voices/analyze.js';
-import { espeakSpeech } from '../../helpers/audio.js';
+import { espeakSpeech } from '../../../testkit/audio.js';
 
 const ENGINE_RATE = 22_050;
 

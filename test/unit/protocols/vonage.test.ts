@@ -3,7 +3,7 @@
  * under test/fixtures/gateways/vonage): binary L16 audio, JSON text events.
  */
 import { describe, expect, it } from 'vitest';
-import { vonage } from '../../../../adapters/media-stream/protocols/vonage.js';
+import { vonage } from '../../../src/protocols/vonage.js';
 import {
   binaryOf,
   errorCode,

@@ -3,7 +3,7 @@
  * chunk rules of .../stream-voicebot-applet (fixtures under test/fixtures/gateways/exotel).
  */
 import { describe, expect, it } from 'vitest';
-import { exotel } from '../../../../adapters/media-stream/protocols/exotel.js';
+import { exotel } from '../../../src/protocols/exotel.js';
 import {
   errorCode,
   fixtureJson,

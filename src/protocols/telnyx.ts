@@ -26,7 +26,7 @@
  * `streaming_start` page developers.telnyx.com/api-reference/call-commands/streaming-start (its
  * `custom_parameters` in the official SDKs: `Array<{name?, value?}>`).
  */
-import type { WireFormat } from '../../../src/audio/framer.js';
+import type { WireFormat } from '../audio/framer.js';
 import {
   configuredOutbound,
   describedFormat,

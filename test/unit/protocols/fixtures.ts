@@ -14,9 +14,9 @@ import {
   type OutboundMessage,
   type ProtocolErrorCode,
   type StreamInfo,
-} from '../../../../adapters/media-stream/protocols/types.js';
+} from '../../../src/protocols/types.js';
 
-const ROOT = new URL('../../../fixtures/gateways/', import.meta.url);
+const ROOT = new URL('../../fixtures/gateways/', import.meta.url);
 
 /** The bytes the fixtures' payloads hold: `(i * 37 + 11) & 0xff`. */
 export function pattern(length: number): Uint8Array {

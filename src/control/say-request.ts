@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { TEXT_MAX_CHARS } from '../speech/limits.js';
-import { sendJson } from './http.js';
+import { sendJson } from '../http/http.js';
 
 /** Split into sentences and requested one ahead, so a say may be far longer than one request's text. */
 export const SAY_MAX_CHARS = TEXT_MAX_CHARS * 20;

@@ -4,8 +4,8 @@
  * test/fixtures/gateways/plivo), and support.plivo.com's checkpoint article for `played`.
  */
 import { describe, expect, it } from 'vitest';
-import { plivo } from '../../../../adapters/media-stream/protocols/plivo.js';
-import type { ProtocolOptions } from '../../../../adapters/media-stream/protocols/types.js';
+import { plivo } from '../../../src/protocols/plivo.js';
+import type { ProtocolOptions } from '../../../src/protocols/types.js';
 import {
   errorCode,
   fixtureJson,

@@ -4,8 +4,8 @@
  * G.711 mu-law as a phone line carries it, and what a line carries when nobody talks (noise, mains hum,
  * DTMF digits, clicks, pops, silence). Shared by the VAD tests, its benchmark and the call tests.
  */
-import { decodeMulaw, encodeMulaw } from '../../src/audio/g711.js';
-import { Resampler } from '../../src/audio/resampler.js';
+import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
+import { Resampler } from '../src/audio/resampler.js';
 import { espeakSpeech } from './audio.js';
 import { seeded } from './random.js';
 

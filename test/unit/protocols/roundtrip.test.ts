@@ -4,15 +4,15 @@
  * same bytes, and a mark we send, echoed the way the vendor echoes it, comes back as the same mark.
  */
 import { describe, expect, it } from 'vitest';
-import { frameBytes } from '../../../../src/audio/framer.js';
-import { PROTOCOLS } from '../../../../adapters/media-stream/protocols/index.js';
+import { frameBytes } from '../../../src/audio/framer.js';
+import { PROTOCOLS } from '../../../src/protocols/index.js';
 import {
   GATEWAY_NAMES,
   type GatewayName,
   type OutboundMessage,
   type ProtocolOptions,
   type StreamInfo,
-} from '../../../../adapters/media-stream/protocols/types.js';
+} from '../../../src/protocols/types.js';
 import {
   binaryOf,
   fixtureMessage,

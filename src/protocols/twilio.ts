@@ -12,7 +12,7 @@
  *
  * Source: twilio.com/docs/voice/media-streams/websocket-messages and twilio.com/docs/voice/twiml/stream.
  */
-import type { WireFormat } from '../../../src/audio/framer.js';
+import type { WireFormat } from '../audio/framer.js';
 import {
   describedFormat,
   dtmfDigit,

@@ -23,7 +23,7 @@
  * docs.plivo.com/docs/voice/xml/audiostream (and its stream-events-to-plivo pages), support.plivo.com
  * "How do I know if the buffered audio is played?" (articles/32800564168345).
  */
-import type { WireFormat } from '../../../src/audio/framer.js';
+import type { WireFormat } from '../audio/framer.js';
 import {
   configuredOutbound,
   dtmfDigit,

@@ -3,8 +3,8 @@
  * lib/tasks/listen.js and mod_audio_fork (fixtures under test/fixtures/gateways/jambonz).
  */
 import { describe, expect, it } from 'vitest';
-import { jambonz } from '../../../../adapters/media-stream/protocols/jambonz.js';
-import type { ProtocolOptions } from '../../../../adapters/media-stream/protocols/types.js';
+import { jambonz } from '../../../src/protocols/jambonz.js';
+import type { ProtocolOptions } from '../../../src/protocols/types.js';
 import {
   binaryOf,
   errorCode,

@@ -4,7 +4,7 @@
  * one typed event, and the `encode…()` functions build outbound messages. The socket loop lives in
  * the media-stream server; the protocol modules are tested against fixtures from the vendors' docs.
  */
-import type { WireFormat } from '../../../src/audio/framer.js';
+import type { WireFormat } from '../audio/framer.js';
 
 export type GatewayName = 'twilio' | 'telnyx' | 'plivo' | 'vonage' | 'exotel' | 'asterisk' | 'jambonz';
 

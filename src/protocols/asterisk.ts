@@ -22,7 +22,7 @@
  * Source: docs.asterisk.org Configuration/Channel-Drivers/WebSocket (asterisk/documentation
  * docs/Configuration/Channel-Drivers/WebSocket.md) and channels/chan_websocket.c (asterisk/asterisk).
  */
-import type { WireFormat } from '../../../src/audio/framer.js';
+import type { WireFormat } from '../audio/framer.js';
 import {
   decodeUtf8,
   dtmfDigit,

@@ -3,7 +3,7 @@
  * (fixtures under test/fixtures/gateways/twilio).
  */
 import { describe, expect, it } from 'vitest';
-import { twilio } from '../../../../adapters/media-stream/protocols/twilio.js';
+import { twilio } from '../../../src/protocols/twilio.js';
 import {
   errorCode,
   fixtureJson,

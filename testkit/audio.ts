@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
-import { wavHeader } from '../../src/audio/wav.js';
+import { wavHeader } from '../src/audio/wav.js';
 
 const run = promisify(execFile);
 

@@ -4,7 +4,7 @@
  * the plain-text control format, `.json` for the JSON one).
  */
 import { describe, expect, it } from 'vitest';
-import { asterisk } from '../../../../adapters/media-stream/protocols/asterisk.js';
+import { asterisk } from '../../../src/protocols/asterisk.js';
 import { binaryOf, errorCode, fixtureMessage, json, jsonOf, pattern, startOf, text } from './fixtures.js';
 
 const CONNECTION = 'e226e283-c90a-4ea9-9e37-389000b9ef47';

@@ -24,7 +24,7 @@
  * Source: developer.exotel.com/docs/agentstream/websocket-protocol and .../stream-voicebot-applet,
  * support.exotel.com article 3000108630 (chunk sizes), github.com/exotel/Agent-Stream.
  */
-import type { WireFormat } from '../../../src/audio/framer.js';
+import type { WireFormat } from '../audio/framer.js';
 import {
   describedFormat,
   dtmfDigit,

@@ -7,7 +7,7 @@
  * from it: the formats a start may name (`CARRIED_FORMATS`), and the call's parameters
  * (`limitParameters`).
  */
-import { FRAME_MS, frameBytes, type WireEncoding, type WireFormat } from '../../../src/audio/framer.js';
+import { FRAME_MS, frameBytes, type WireEncoding, type WireFormat } from '../audio/framer.js';
 import { ProtocolError, type Framing, type GatewayName, type InboundEvent } from './types.js';
 
 export type JsonObject = { readonly [key: string]: unknown };
@@ -156,7 +156,7 @@ export function codecEncoding(name: string): WireEncoding | undefined {
  * module names its sources). A start that names anything else is refused (`invalid_start`) before a
  * single buffer is sized from it: the frame buffers, the VAD's resampler and the speaker's, whose filter
  * design for an arbitrary rate pair (1 GHz, say) takes seconds and gigabytes. Every rate here designs
- * its filters in milliseconds (test/unit/media-stream/protocols/start-limits.test.ts measures them).
+ * its filters in milliseconds (test/unit/protocols/start-limits.test.ts measures them).
  *
  * - Twilio: mu-law 8 kHz only.
  * - Telnyx: the call's PCMU/PCMA at 8 kHz; L16 at `bidirectionalSamplingRate`'s 8/16/24 kHz.

@@ -12,15 +12,11 @@ import {
   PARAMETER_LIMITS,
   checkIds,
   limitParameters,
-} from '../../../../adapters/media-stream/protocols/common.js';
-import { PROTOCOLS } from '../../../../adapters/media-stream/protocols/index.js';
-import {
-  ProtocolError,
-  GATEWAY_NAMES,
-  type GatewayName,
-} from '../../../../adapters/media-stream/protocols/types.js';
-import { closeReason } from '../../../../adapters/media-stream/close-codes.js';
-import { designResampler } from '../../../../src/audio/resampler.js';
+} from '../../../src/protocols/common.js';
+import { PROTOCOLS } from '../../../src/protocols/index.js';
+import { ProtocolError, GATEWAY_NAMES, type GatewayName } from '../../../src/protocols/types.js';
+import { closeReason } from '../../../adapters/media-stream/close-codes.js';
+import { designResampler } from '../../../src/audio/resampler.js';
 import { json, startOf } from './fixtures.js';
 
 /** A start message of each gateway whose sample rate is `rate` (as the gateway would carry it). */

@@ -3,8 +3,8 @@
  * its AsyncAPI page (fixtures under test/fixtures/gateways/telnyx).
  */
 import { describe, expect, it } from 'vitest';
-import { telnyx } from '../../../../adapters/media-stream/protocols/telnyx.js';
-import type { ProtocolOptions } from '../../../../adapters/media-stream/protocols/types.js';
+import { telnyx } from '../../../src/protocols/telnyx.js';
+import type { ProtocolOptions } from '../../../src/protocols/types.js';
 import {
   errorCode,
   fixtureJson,
