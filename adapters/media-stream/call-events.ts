@@ -60,3 +60,11 @@ export function publicResult(result: UtteranceResult): PublicResult {
     underruns: result.metrics.underruns,
   };
 }
+
+/**
+ * A call event as it goes on the wire (the event stream, flow webhooks): the one place its shape is
+ * decided.
+ */
+export function toWire(event: CallEvent): Record<string, unknown> {
+  return { ...event };
+}

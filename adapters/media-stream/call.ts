@@ -13,7 +13,7 @@ import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
 import type { WireFormat } from '../../src/speaker/sink.js';
-import { publicResult, type CallEvent, type EventBody } from './call-events.js';
+import { publicResult, toWire, type CallEvent, type EventBody } from './call-events.js';
 import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
 import { CLOSE } from './close-codes.js';
 import { DigitQueue } from './digit-queue.js';
@@ -423,7 +423,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
   /** A flow's webhook gets every call event, best effort: a slow or failing one never holds the call. */
   private postEvent(url: string, event: CallEvent): void {
     const post = this.options.post ?? postJson;
-    post(url, event, AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)).then(
+    post(url, toWire(event), AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)).then(
       (status) => {
         if (status >= 300)
           this.log.warn({ url, status, event: event.type }, 'webhook answered with an error');
