@@ -65,16 +65,16 @@ export async function benchBrowserPhone(): Promise<void> {
       const onsetToCutMs = await shownMs(page, 'stat-barge-in');
       await page.click('#mute');
       await events.until((e) => e.some((x) => x.event === 'utterance.finished'));
-      const bargeIn = events.of('barge-in')[0] as { onsetMs: number; detectedMs: number };
+      const bargeIn = events.of('barge-in')[0] as { onset_ms: number; detected_ms: number };
       const greeting = events.of('utterance.finished')[0] as {
-        result: { firstByteMs: number; firstFrameMs: number };
+        result: { first_byte_ms: number; first_frame_ms: number };
       };
       figures.push({
         firstAudioMs: await shownMs(page, 'stat-first-audio'),
-        firstByteMs: greeting.result.firstByteMs,
-        firstFrameMs: greeting.result.firstFrameMs,
+        firstByteMs: greeting.result.first_byte_ms,
+        firstFrameMs: greeting.result.first_frame_ms,
         onsetToCutMs,
-        detectionMs: bargeIn.detectedMs - bargeIn.onsetMs,
+        detectionMs: bargeIn.detected_ms - bargeIn.onset_ms,
       });
       await page.click('#hangup');
       events.close();

@@ -24,7 +24,8 @@ interface ClientReport {
 interface SayAnswer {
   status: string;
   underruns: number;
-  first_frame_ms: number;
+  /** null when no audio came (the say failed). */
+  first_frame_ms: number | null;
   played_ms: number;
 }
 
@@ -86,7 +87,7 @@ async function phase(
       `${underruns} / ${report.gaps}`,
       fmt(
         percentile(
-          answers.map((a) => a.first_frame_ms),
+          answers.flatMap((a) => (a.first_frame_ms === null ? [] : [a.first_frame_ms])),
           50,
         ),
         0,
@@ -94,7 +95,7 @@ async function phase(
         ' / ' +
         fmt(
           percentile(
-            answers.map((a) => a.first_frame_ms),
+            answers.flatMap((a) => (a.first_frame_ms === null ? [] : [a.first_frame_ms])),
             99,
           ),
           0,

@@ -16,8 +16,8 @@ import { startApp, type App } from '../src/app/app.js';
 import { loadConfig } from '../src/app/config.js';
 import { createLogger } from '../src/app/logger.js';
 import { PhraseCache } from '../src/speaker/phrase-cache.js';
-import type { SpeechSource } from '../src/speaker/segment-audio.js';
-import type { SpeechRequest, SpeechStream } from '../src/speech/client.js';
+import type { SpeechAudio, SpeechSource } from '../src/speaker/segment-audio.js';
+import type { SpeechRequest } from '../src/speech/client.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
 import {
   FakeMainGateway,
@@ -131,7 +131,7 @@ async function benchFirstPacket(app: App): Promise<void> {
 class AbortTimingSource implements SpeechSource {
   lastAbortMs = 0;
   constructor(private readonly inner: SpeechSource) {}
-  stream(request: SpeechRequest, options: { signal?: AbortSignal } = {}): Promise<SpeechStream> {
+  stream(request: SpeechRequest, options: { signal?: AbortSignal } = {}): Promise<SpeechAudio> {
     options.signal?.addEventListener('abort', () => (this.lastAbortMs = performance.now()), { once: true });
     return this.inner.stream(request, options);
   }

@@ -14,11 +14,11 @@ import { createLogger } from '../src/app/logger.js';
 import { systemClock } from '../src/speaker/clock.js';
 import { FramePipeline } from '../src/speaker/frame-pipeline.js';
 import { PlayoutClock } from '../src/speaker/playout-clock.js';
-import type { SpeechSource } from '../src/speaker/segment-audio.js';
+import type { SpeechAudio, SpeechSource } from '../src/speaker/segment-audio.js';
 import type { AudioSink, SinkFrame } from '../src/speaker/sink.js';
 import { Speaker } from '../src/speaker/speaker.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
-import { SpeechClient, type SpeechStream } from '../src/speech/client.js';
+import { SpeechClient } from '../src/speech/client.js';
 import {
   ffmpegArgs,
   measureProcess,
@@ -86,13 +86,14 @@ class TimingSink implements AudioSink {
 /** A speech source replaying PCM from memory in uneven chunks, noting when each one was handed over. */
 function memorySource(pcm: Uint8Array, handedAt: Array<{ at: number; endByte: number }>): SpeechSource {
   return {
-    async stream(): Promise<SpeechStream> {
+    async stream(): Promise<SpeechAudio> {
       async function* chunks(): AsyncGenerator<Uint8Array> {
         let o = 0;
         let seed = 7;
         while (o < pcm.length) {
           seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-          const size = 301 + (seed % 4500);
+          // Uneven sizes, whole samples each: the speech client aligns the body before the speaker.
+          const size = (301 + (seed % 4500)) & ~1;
           const chunk = pcm.subarray(o, Math.min(pcm.length, o + size));
           o += chunk.length;
           await new Promise((r) => setImmediate(r));
@@ -102,11 +103,6 @@ function memorySource(pcm: Uint8Array, handedAt: Array<{ at: number; endByte: nu
       }
       const it = chunks();
       return {
-        format: 'pcm_24000',
-        contentType: 'audio/L16',
-        requestId: undefined,
-        firstByteMs: 0,
-        attempts: 1,
         cancel: () => void it.return(undefined),
         [Symbol.asyncIterator]: () => it,
       };

@@ -17,7 +17,8 @@ export type {
   UtteranceHandle,
   InterruptResult,
 } from './speaker/speaker.js';
-export type { AudioSink, SinkFrame, WireFormat, WireEncoding } from './speaker/sink.js';
+export type { AudioSink, SinkFrame } from './speaker/sink.js';
+export type { WireFormat, WireEncoding } from './audio/framer.js';
 export type { Clock } from './speaker/clock.js';
 export { systemClock } from './speaker/clock.js';
 export { PlayoutClock } from './speaker/playout-clock.js';

@@ -26,8 +26,8 @@ import {
   type RouteHandler,
 } from '../../src/http/http.js';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
-import type { UtteranceResult } from '../../src/speaker/speaker.js';
 import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/control/say-request.js';
+import { utteranceResultJson } from '../../src/control/result.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 
@@ -54,22 +54,6 @@ function describe(voice: GuildVoice, guilds: DiscordGuilds): Record<string, unkn
     speaking: voice.speaker.speakingId ?? null,
     queued: voice.speaker.queued,
     barge_in: guilds.bargeInEnabled(voice.guildId),
-  };
-}
-
-function errorMessage(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return typeof error === 'string' ? error : JSON.stringify(error);
-}
-
-function resultJson(result: UtteranceResult): Record<string, unknown> {
-  return {
-    status: result.status,
-    played_ms: result.playedMs,
-    heard_text: result.heardText,
-    ...(result.error === undefined ? {} : { error: errorMessage(result.error) }),
-    first_byte_ms: result.metrics.firstByteMs ?? null,
-    underruns: result.metrics.underruns,
   };
 }
 
@@ -178,7 +162,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         // The HTTP client going away does not cancel the speech: the channel still hears it.
         const results = await Promise.all(handles.map((h) => h.result));
         sendJson(res, 200, {
-          utterances: utterances.map((u, index) => ({ ...u, ...resultJson(results[index]!) })),
+          utterances: utterances.map((u, index) => ({ ...u, ...utteranceResultJson(results[index]!) })),
         });
         return true;
       }

@@ -18,7 +18,9 @@
 import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { createAudioResource, StreamType, type AudioResource } from '@discordjs/voice';
-import type { AudioSink, SinkFrame, WireFormat } from '../../src/speaker/sink.js';
+import { Waiters } from '../../src/async/waiters.js';
+import { FRAME_MS, frameBytes, type WireFormat } from '../../src/audio/framer.js';
+import type { AudioSink, SinkFrame } from '../../src/speaker/sink.js';
 import { createOpusEncoder, type OpusEncoder } from './opus.js';
 
 /** What the sink needs of an `AudioPlayer`. */
@@ -38,12 +40,30 @@ export interface DiscordSinkOptions {
   encoder?: OpusEncoder;
 }
 
-export const DISCORD_FRAME_MS = 20;
-/** 20 ms of 48 kHz stereo s16le. */
-export const DISCORD_FRAME_BYTES = 3840;
-const FRAME_MS = DISCORD_FRAME_MS;
-const FRAME_BYTES = DISCORD_FRAME_BYTES;
 const FORMAT: WireFormat = { encoding: 's16le', sampleRate: 48_000, channels: 2 };
+/** 20 ms of 48 kHz stereo s16le: 3840 bytes. */
+const FRAME_BYTES = frameBytes(FORMAT, FRAME_MS);
+
+/**
+ * A run's packets, handed to `createAudioResource()` as they are: with `StreamType.Opus` this stream is
+ * the resource's `playStream`, and the player takes each packet with `read()`. That call is the moment
+ * `playedMs()` moves, so it is reported; listening for 'data' instead would switch the stream into
+ * flowing mode and drain packets past the player.
+ */
+class PacketStream extends PassThrough {
+  constructor(
+    highWaterMark: number,
+    private readonly onTaken: () => void,
+  ) {
+    super({ objectMode: true, highWaterMark });
+  }
+
+  override read(size?: number): unknown {
+    const packet: unknown = super.read(size);
+    if (packet !== null) this.onTaken();
+    return packet;
+  }
+}
 
 interface Run {
   readonly stream: PassThrough;
@@ -86,7 +106,8 @@ export class DiscordSink implements AudioSink {
   /** Timeline: audio written and not cleared; audio of runs that have finished playing. */
   private written = 0;
   private settledMs = 0;
-  private readonly waiters = new Set<() => void>();
+  /** `whenPlayed()` calls, woken whenever the player takes a packet or a run ends or is cleared. */
+  private readonly waiters = new Waiters();
 
   constructor(
     private readonly player: DiscordPlayer,
@@ -134,7 +155,7 @@ export class DiscordSink implements AudioSink {
     }
     this.written = played;
     this.settledMs = played;
-    this.wake();
+    this.waiters.wakeAll();
   }
 
   /** Stops playback and frees the run (the guild is leaving). */
@@ -153,23 +174,12 @@ export class DiscordSink implements AudioSink {
   }
 
   async whenPlayed(positionMs: number, signal?: AbortSignal): Promise<void> {
-    while (this.playedMs() < positionMs && positionMs <= this.written) {
-      signal?.throwIfAborted();
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          clearTimeout(timer);
-          this.waiters.delete(done);
-          resolve();
-        };
-        const timer = setTimeout(done, FRAME_MS);
-        this.waiters.add(done);
-      });
-    }
+    while (this.playedMs() < positionMs && positionMs <= this.written) await this.waiters.wait(signal);
   }
 
   private open(): Run {
     // One Opus packet per object; a new run starts a new Opus stream.
-    const stream = new PassThrough({ objectMode: true, highWaterMark: this.maxQueuedFrames });
+    const stream = new PacketStream(this.maxQueuedFrames, () => this.waiters.wakeAll());
     const resource = createAudioResource(stream, { inputType: StreamType.Opus });
     this.encoder.reset();
     const run: Run = { stream, resource, startMs: this.written, frames: 0, started: false, flushed: false };
@@ -177,7 +187,7 @@ export class DiscordSink implements AudioSink {
     resource.playStream.once('end', () => {
       this.settledMs = Math.max(this.settledMs, run.startMs + run.frames * FRAME_MS);
       if (this.run === run) this.run = undefined;
-      this.wake();
+      this.waiters.wakeAll();
     });
     this.run = run;
     return run;
@@ -207,10 +217,6 @@ export class DiscordSink implements AudioSink {
   private cancelEnd(): void {
     clearTimeout(this.endTimer);
     this.endTimer = undefined;
-  }
-
-  private wake(): void {
-    for (const w of [...this.waiters]) w();
   }
 }
 

@@ -22,6 +22,7 @@ import {
   type VoiceConnection,
 } from '@discordjs/voice';
 import type { Logger } from 'pino';
+import { levelDbfs } from '../../src/audio/level.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { ScriptLine } from '../../src/speaker/script.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
@@ -36,7 +37,8 @@ import { DiscordSink } from './discord-sink.js';
 import { createOpusDecoder, type OpusDecoder } from './opus.js';
 import { SpeakingDetector } from './speaking-detector.js';
 
-export interface BargeInSettings {
+/** Barge-in on members' voices (the config's `discord.bargeIn`); a call's is in media-stream/barge-in.ts. */
+export interface DiscordBargeInSettings {
   enabled: boolean;
   /** A member talking this long interrupts (ms). */
   minSpeechMs: number;
@@ -55,7 +57,7 @@ export interface GuildVoiceOptions {
   voiceId: string;
   modelId?: string;
   cache?: PhraseCache;
-  bargeIn: BargeInSettings;
+  bargeIn: DiscordBargeInSettings;
   reconnect: ReconnectPolicy;
   logger: Logger;
   /**
@@ -79,14 +81,6 @@ export interface GuildVoiceEvents {
   reconnecting: [{ attempt: number; delayMs: number; problem: string }];
   bargeIn: [BargeInEvent];
   ended: [EndReason];
-}
-
-/** RMS level of interleaved s16 samples, in dBFS. */
-export function levelDbfs(pcm: Int16Array): number {
-  if (pcm.length === 0) return -Infinity;
-  let sum = 0;
-  for (let i = 0; i < pcm.length; i++) sum += pcm[i]! * pcm[i]!;
-  return 10 * Math.log10(sum / pcm.length / (32768 * 32768));
 }
 
 export class GuildVoice extends EventEmitter<GuildVoiceEvents> {

@@ -12,12 +12,12 @@ import { parseScript, type Cast, type ScriptLine } from '../../src/speaker/scrip
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import type { UtteranceHandle } from '../../src/speaker/speaker.js';
 import type { EndReason, ReconnectPolicy } from './connection-keeper.js';
-import { GuildVoice, type BargeInSettings } from './guild-voice.js';
+import { GuildVoice, type DiscordBargeInSettings } from './guild-voice.js';
 
 export interface DiscordSettings {
   voiceId: string;
   modelId?: string;
-  bargeIn: BargeInSettings;
+  bargeIn: DiscordBargeInSettings;
   reconnect: ReconnectPolicy;
   /** Per-guild overrides, by guild id. */
   guilds: Readonly<Record<string, { bargeIn?: boolean | undefined }>>;

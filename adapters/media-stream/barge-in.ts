@@ -4,7 +4,7 @@
  */
 import { Resampler } from '../../src/audio/resampler.js';
 import { SpeechOnsetDetector, type SileroModel, type VadSampleRate } from '../../src/audio/vad/index.js';
-import type { WireFormat } from '../../src/speaker/sink.js';
+import type { WireFormat } from '../../src/audio/framer.js';
 import type { OnsetDetector } from './caller-audio.js';
 
 export interface BargeInSettings {

@@ -1,7 +1,10 @@
-/** What a call reports (the control API's event stream, flow webhooks), and an utterance's public result. */
+/** What a call reports (the control API's event stream, flow webhooks), and how it goes on the wire. */
 import type { FlowEvent } from '../../src/flows/runner.js';
-import type { UtteranceResult } from '../../src/speaker/speaker.js';
+import { resultJson, type PublicResult } from '../../src/control/result.js';
 import type { GatewayName } from '../../src/protocols/types.js';
+
+/** Re-exported for the call, which builds `utterance.finished` from a speaker's result. */
+export { publicResult, type PublicResult } from '../../src/control/result.js';
 
 /** What a call reports, in order; `seq` numbers them per call. */
 export type CallEvent = { seq: number; at: string; callId: string } & (
@@ -31,40 +34,64 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
 type DistributiveOmit<T, K extends keyof never> = T extends unknown ? Omit<T, K> : never;
 export type EventBody = DistributiveOmit<CallEvent, 'seq' | 'at' | 'callId'>;
 
-export interface PublicResult {
-  status: UtteranceResult['status'];
-  playedMs: number;
-  heardText: string;
-  error?: { code: string; message: string };
-  firstByteMs: number | undefined;
-  firstFrameMs: number | undefined;
-  underruns: number;
+/**
+ * A call event as it goes on the wire (the event stream, flow webhooks): the one place its shape is
+ * decided. snake_case like the rest of the control API; the type stays camelCase for the code that
+ * follows a call in-process. `parameters` are the caller's own keys and go out as they came.
+ */
+export function toWire(event: CallEvent): Record<string, unknown> {
+  const head = { type: event.type, seq: event.seq, at: event.at, call_id: event.callId };
+  switch (event.type) {
+    case 'call.started':
+      return {
+        ...head,
+        gateway: event.gateway,
+        stream_id: event.streamId,
+        flow: event.flow,
+        parameters: { ...event.parameters },
+      };
+    case 'utterance.started':
+      return { ...head, utterance_id: event.utteranceId, text: event.text };
+    case 'utterance.finished':
+      return { ...head, utterance_id: event.utteranceId, result: resultJson(event.result) };
+    case 'barge-in':
+      return {
+        ...head,
+        utterance_id: event.utteranceId ?? null,
+        onset_ms: event.onsetMs,
+        detected_ms: event.detectedMs,
+        played_ms: event.playedMs,
+        heard_text: event.heardText,
+      };
+    case 'dtmf':
+      return { ...head, digit: event.digit };
+    case 'flow':
+      return { ...head, event: flowEventWire(event.event) };
+    case 'call.ended':
+      return { ...head, reason: event.reason };
+    default:
+      return unknownEvent(event);
+  }
 }
 
-export function publicResult(result: UtteranceResult): PublicResult {
-  const error = result.error as { code?: unknown; message?: unknown } | undefined;
+function flowEventWire(event: FlowEvent): Record<string, unknown> {
   return {
-    status: result.status,
-    playedMs: result.playedMs,
-    heardText: result.heardText,
-    ...(error
-      ? {
-          error: {
-            code: typeof error.code === 'string' ? error.code : 'error',
-            message: typeof error.message === 'string' ? error.message : 'utterance failed',
-          },
-        }
-      : {}),
-    firstByteMs: result.metrics.firstByteMs,
-    firstFrameMs: result.metrics.firstFrameMs,
-    underruns: result.metrics.underruns,
+    type: event.type,
+    flow: event.flow,
+    ...(event.node === undefined ? {} : { node: event.node }),
+    ...(event.detail === undefined ? {} : { detail: snakeKeys(event.detail) }),
   };
 }
 
-/**
- * A call event as it goes on the wire (the event stream, flow webhooks): the one place its shape is
- * decided.
- */
-export function toWire(event: CallEvent): Record<string, unknown> {
-  return { ...event };
+/** A flow event's detail is the runner's own (`digits`, `next`, `status`, …), so its keys follow the wire. */
+function snakeKeys(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record))
+    out[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = value;
+  return out;
+}
+
+/** Not reached while every event type has its case above: a new one fails to compile here first. */
+function unknownEvent(event: never): never {
+  throw new Error(`no wire shape for call event ${JSON.stringify(event)}`);
 }

@@ -1,24 +1,22 @@
-/**
- * One phone call on one gateway connection: parses what the gateway sends, speaks through a `Speaker`
- * into a `PhoneSink`, listens for the caller's voice (barge-in) and keys (DTMF), runs the call's IVR
- * flow, and reports everything as call events (for the control API's event stream and webhooks).
- */
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { postJson, runFlow, type FlowCall, type FlowSayResult } from '../../src/flows/runner.js';
+import type { WireFormat } from '../../src/audio/framer.js';
+import type { FlowSayResult } from '../../src/flows/runner.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
-import type { WireFormat } from '../../src/speaker/sink.js';
-import { publicResult, toWire, type CallEvent, type EventBody } from './call-events.js';
-import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
+import { BargeInChain } from './barge-in-chain.js';
+import { CallFlow, chooseFlow } from './call-flow.js';
+import { publicResult, type CallEvent, type EventBody } from './call-events.js';
+import type { OnsetDetector } from './caller-audio.js';
 import { CLOSE } from './close-codes.js';
-import { DigitQueue } from './digit-queue.js';
+import { EventLog } from './event-log.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
-import { checkIds, limitParameters } from '../../src/protocols/common.js';
+import { postEvent, type PostJson } from './webhooks.js';
+import { checkIds, limitParameters } from '../../src/protocols/parameters.js';
 import {
   ProtocolError,
   type GatewayName,
@@ -53,7 +51,7 @@ export interface CallOptions {
   /** Makes the call's VAD once the inbound format is known; none: no barge-in on voice. */
   detector?: (inbound: WireFormat) => OnsetDetector;
   /** Webhook sender for flows (tests inject their own). */
-  post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
+  post?: PostJson;
   /** The upgrade URL's query parameters (the `token` among them excluded). */
   urlParameters?: Readonly<Record<string, string>>;
   /**
@@ -69,51 +67,53 @@ export interface CallRefusal {
   readonly reason: string;
 }
 
-type CallState =
+/**
+ * A call's life, changed only in `setState`. Active holds everything a started call owns; ended keeps
+ * the flow it ran (its name and webhook still name the call's last events).
+ */
+export type CallState =
   | { status: 'connecting' }
   | {
       status: 'active';
       stream: StreamInfo;
       sink: PhoneSink;
       speaker: Speaker;
-      detector: OnsetDetector | undefined;
-      flow: AbortController | undefined;
+      /** Barge-in on the caller's voice; none when barge-in is off or there is no VAD. */
+      bargeIn: BargeInChain | undefined;
+      flow: CallFlow | undefined;
     }
-  | { status: 'ended'; reason: string };
+  | { status: 'ended'; reason: string; flow: CallFlow | undefined };
 
-const WEBHOOK_TIMEOUT_MS = 3000;
-/** Events a call keeps for late subscribers of its event stream (`eventsAfter`). */
-const EVENT_HISTORY = 1000;
+type ActiveState = Extract<CallState, { status: 'active' }>;
+
+export interface CallEvents {
+  event: [CallEvent];
+  ended: [string];
+  /** Every change of `state`, after its teardown. */
+  stateChange: [oldState: CallState, newState: CallState];
+}
 
 /**
- * Caller audio waiting for the VAD before newer audio is skipped: a memory bound only (in audio, not in
- * messages, whose size the gateway picks), since the detector falls back to its energy gate when
- * inference lags.
+ * One phone call on one gateway connection: parses what the gateway sends, speaks through a `Speaker`
+ * into a `PhoneSink`, and reports everything as call events. This class is the protocol dispatch and
+ * the lifecycle; its other jobs are modules of their own: barge-in on the caller's voice
+ * (`BargeInChain`), the IVR flow and its keys (`CallFlow`), the event history (`EventLog`), webhooks
+ * (`postEvent`).
  */
-const MAX_VAD_BACKLOG_MS = 10_000;
-
-export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> {
+export class Call extends EventEmitter<CallEvents> {
   /** Ours until the gateway's start message names the call; then the gateway's call id. */
   id: string = randomUUID();
   /** The gateway's stream id from the start message on (kept after the call ends, for its last events). */
   streamId: string | undefined;
   readonly gateway: GatewayName;
   readonly createdAt = new Date();
-  state: CallState = { status: 'connecting' };
   /** Inbound messages dropped (bad input, media before start), for diagnostics. */
   dropped = 0;
-  private seq = 0;
-  /** The latest events, oldest first, at most EVENT_HISTORY. */
-  private readonly history: CallEvent[] = [];
+  #state: CallState = { status: 'connecting' };
+  private readonly events = new EventLog();
   private readonly options: CallOptions;
   /** The gateway's logger; once the call starts, with its call and stream ids on every line. */
   private log: Logger;
-  private readonly digits: DigitQueue;
-  private inboundSamples = 0;
-  /** Samples handed to the VAD and not yet through it. */
-  private vadBacklog = 0;
-  private vadChain: Promise<void> = Promise.resolve();
-  private flowName: string | undefined;
 
   constructor(options: CallOptions) {
     super();
@@ -122,15 +122,23 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
     this.options = options;
     this.gateway = options.gateway.name;
     this.log = options.logger;
-    this.digits = new DigitQueue(options.clock);
+  }
+
+  get state(): CallState {
+    return this.#state;
   }
 
   get stream(): StreamInfo | undefined {
-    return this.state.status === 'active' ? this.state.stream : undefined;
+    return this.#state.status === 'active' ? this.#state.stream : undefined;
   }
 
   get speaker(): Speaker | undefined {
-    return this.state.status === 'active' ? this.state.speaker : undefined;
+    return this.#state.status === 'active' ? this.#state.speaker : undefined;
+  }
+
+  /** Name of the flow this call runs (or ran), if any. */
+  get flow(): string | undefined {
+    return this.#state.status === 'connecting' ? undefined : this.#state.flow?.name;
   }
 
   /**
@@ -138,12 +146,30 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
    * its last 1000.
    */
   eventsAfter(seq: number): CallEvent[] {
-    return this.history.filter((e) => e.seq > seq);
+    return this.events.after(seq);
+  }
+
+  /**
+   * The one place the state changes. Leaving active tears the call down: the flow is aborted, the sink
+   * closed, barge-in stopped and the speaker closed (its last utterances end as interrupted). Ended is
+   * final.
+   */
+  private setState(next: CallState): void {
+    const old = this.#state;
+    if (old.status === 'ended') return;
+    this.#state = next;
+    if (old.status === 'active' && next.status !== 'active') {
+      old.flow?.abort();
+      old.sink.close();
+      old.bargeIn?.close();
+      void old.speaker.close();
+    }
+    this.emit('stateChange', old, next);
   }
 
   /** One WebSocket message from the gateway. Bad input is logged and dropped; it never throws. */
   onMessage(data: Uint8Array, isBinary: boolean): void {
-    if (this.state.status === 'ended') return;
+    if (this.#state.status === 'ended') return;
     let event: InboundEvent;
     try {
       event = this.options.gateway.parse(data, isBinary, this.options.settings.protocolOptions[this.gateway]);
@@ -153,7 +179,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
       if (
         error instanceof ProtocolError &&
         error.code === 'invalid_start' &&
-        this.state.status === 'connecting'
+        this.#state.status === 'connecting'
       )
         // A start we cannot take (a codec or rate the gateway does not stream, no stream id): waiting
         // for another would only hold the connection; the close says why.
@@ -172,7 +198,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
   }
 
   private handle(event: InboundEvent): void {
-    const state = this.state;
+    const state = this.#state;
     if (event.type === 'start') {
       if (state.status !== 'connecting') {
         this.dropped++;
@@ -194,7 +220,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
           this.log.warn({ streamId: event.streamId }, 'media for an unknown stream dropped');
           return;
         }
-        this.onAudio(state, event.payload, event.timestampMs);
+        if (state.bargeIn && !state.bargeIn.push(event.payload, event.timestampMs)) this.dropped++;
         return;
       case 'mark':
         state.sink.onMark(event.name, event.outcome);
@@ -265,42 +291,36 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
       this.emitEvent({ type: 'utterance.finished', utteranceId: id, result: publicResult(result) }),
     );
     const detector = settings.bargeIn ? this.options.detector?.(stream.inbound) : undefined;
-    const requested = stream.parameters['flow'];
-    let flowName = requested ?? settings.defaultFlow;
-    if (requested !== undefined && !(requested in settings.flows)) {
-      this.log.warn({ flow: requested }, 'the call asks for an unknown flow; running the default');
-      flowName = settings.defaultFlow;
-    }
-    this.flowName = flowName;
-    this.state = { status: 'active', stream, sink, speaker, detector, flow: undefined };
+    const bargeIn =
+      detector &&
+      new BargeInChain({
+        detector,
+        inbound: stream.inbound,
+        speaker,
+        sink,
+        onBargeIn: (b) => this.emitEvent({ type: 'barge-in', ...b }),
+        log: this.log,
+      });
+    const chosen = chooseFlow(stream.parameters['flow'], settings, this.log);
+    const flow =
+      chosen &&
+      new CallFlow({
+        ...chosen,
+        call: { id: this.id, say: (text, o) => this.sayForFlow(text, o), hangup: () => this.hangup() },
+        clock,
+        onEvent: (event) => this.emitEvent({ type: 'flow', event }),
+        ...(this.options.post ? { post: this.options.post } : {}),
+        log: this.log,
+      });
+    this.setState({ status: 'active', stream, sink, speaker, bargeIn, flow });
     this.emitEvent({
       type: 'call.started',
       gateway: this.gateway,
       streamId: stream.streamId,
-      flow: flowName ?? null,
+      flow: flow?.name ?? null,
       parameters: { ...stream.parameters },
     });
-    if (flowName !== undefined) this.startFlow(flowName);
-  }
-
-  private startFlow(name: string): void {
-    const state = this.state;
-    const flow = this.options.settings.flows[name];
-    if (state.status !== 'active' || !flow) return;
-    const controller = new AbortController();
-    state.flow = controller;
-    const flowCall: FlowCall = {
-      id: this.id,
-      say: (text, o) => this.sayForFlow(text, o),
-      nextDigit: (timeoutMs, signal) => this.digits.next(timeoutMs, signal),
-      hangup: () => this.hangup(),
-    };
-    runFlow(flow, flowCall, {
-      name,
-      signal: controller.signal,
-      onEvent: (event) => this.emitEvent({ type: 'flow', event }),
-      ...(this.options.post ? { post: this.options.post } : {}),
-    }).catch((error: unknown) => this.log.error({ err: error, flow: name }, 'flow failed'));
+    flow?.start();
   }
 
   private async sayForFlow(
@@ -317,7 +337,7 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
 
   /** Speaks on this call (flows and the control API). Throws unless the call is active. */
   say(text: string, options: SayOptions = {}): UtteranceHandle {
-    const state = this.state;
+    const state = this.#state;
     if (state.status !== 'active') throw new CallNotActiveError(this.id, state.status);
     const handle = state.speaker.say(text, options);
     this.emitEvent({ type: 'utterance.started', utteranceId: handle.id, text });
@@ -326,14 +346,14 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
 
   /** Barge-in from outside (the control API): same as the caller's voice. */
   interrupt(): { interrupted: boolean; playedMs: number; heardText: string } {
-    const state = this.state;
+    const state = this.#state;
     if (state.status !== 'active') return { interrupted: false, playedMs: 0, heardText: '' };
     return state.speaker.interrupt();
   }
 
   /** Hangs up where the gateway can, else closes the connection; the call ends either way. */
   async hangup(): Promise<void> {
-    const state = this.state;
+    const state = this.#state;
     if (state.status === 'ended') return;
     if (state.status === 'active') {
       const message = this.options.gateway.encodeHangup(state.stream);
@@ -345,97 +365,28 @@ export class Call extends EventEmitter<{ event: [CallEvent]; ended: [string] }> 
 
   /** The connection closed (or the gateway said stop): stop speaking at once, release everything. */
   end(reason: string): void {
-    const state = this.state;
+    const state = this.#state;
     if (state.status === 'ended') return;
-    this.state = { status: 'ended', reason };
-    if (state.status === 'active') {
-      state.flow?.abort();
-      state.sink.close();
-      state.detector?.reset();
-      void state.speaker.close();
-    }
+    this.setState({ status: 'ended', reason, flow: state.status === 'active' ? state.flow : undefined });
     this.emitEvent({ type: 'call.ended', reason });
     this.emit('ended', reason);
   }
 
-  private onAudio(
-    state: Extract<CallState, { status: 'active' }>,
-    payload: Uint8Array,
-    timestampMs?: number,
-  ): void {
-    const { detector, stream } = state;
-    if (!detector || payload.length === 0) return;
-    const samples = decodeCallerAudio(payload, stream.inbound);
-    const rate = stream.inbound.sampleRate;
-    const atMs = timestampMs ?? (this.inboundSamples / rate) * 1000;
-    this.inboundSamples += samples.length;
-    if (this.vadBacklog + samples.length > (MAX_VAD_BACKLOG_MS * rate) / 1000) {
-      this.dropped++;
-      return;
-    }
-    this.vadBacklog += samples.length;
-    const botAudible = state.sink.playedMs() < state.sink.writtenMs();
-    this.vadChain = this.vadChain
-      .then(async () => {
-        if (this.state !== state) return;
-        const onset = await detector.push(samples, { timestampMs: atMs, botAudible });
-        if (onset && this.state === state) this.bargeIn(state, onset.onsetMs, atMs);
-      })
-      .catch((error: unknown) => this.log.error({ err: error }, 'voice activity detection failed'))
-      .finally(() => (this.vadBacklog -= samples.length));
-  }
-
-  private bargeIn(
-    state: Extract<CallState, { status: 'active' }>,
-    onsetMs: number,
-    detectedMs: number,
-  ): void {
-    const utteranceId = state.speaker.speakingId;
-    const r = state.speaker.interrupt();
-    if (!r.interrupted) return;
-    this.emitEvent({
-      type: 'barge-in',
-      utteranceId,
-      onsetMs,
-      detectedMs,
-      playedMs: r.playedMs,
-      heardText: r.heardText,
-    });
-  }
-
-  private onDigit(state: Extract<CallState, { status: 'active' }>, digit: string): void {
+  private onDigit(state: ActiveState, digit: string): void {
     this.emitEvent({ type: 'dtmf', digit });
+    if (!state.flow) return;
     // A key press answers the flow's prompt: the prompt stops, as it would for the caller's voice.
-    if (state.flow) state.speaker.interrupt();
-    this.digits.push(digit);
+    state.speaker.interrupt();
+    state.flow.pushDigit(digit);
   }
 
   private emitEvent(body: EventBody): void {
-    const event: CallEvent = { ...body, seq: ++this.seq, at: new Date().toISOString(), callId: this.id };
-    this.history.push(event);
-    if (this.history.length > EVENT_HISTORY) this.history.shift();
+    const event = this.events.append(body, this.id);
     this.emit('event', event);
-    const webhook =
-      this.flowName === undefined ? undefined : this.options.settings.flows[this.flowName]?.webhook;
-    if (webhook !== undefined) this.postEvent(webhook, event);
-  }
-
-  /** A flow's webhook gets every call event, best effort: a slow or failing one never holds the call. */
-  private postEvent(url: string, event: CallEvent): void {
-    const post = this.options.post ?? postJson;
-    post(url, toWire(event), AbortSignal.timeout(WEBHOOK_TIMEOUT_MS)).then(
-      (status) => {
-        if (status >= 300)
-          this.log.warn({ url, status, event: event.type }, 'webhook answered with an error');
-      },
-      (error: unknown) =>
-        this.log.warn({ url, err: (error as Error).message, event: event.type }, 'webhook failed'),
-    );
-  }
-
-  /** Name of the flow this call runs, if any. */
-  get flow(): string | undefined {
-    return this.flowName;
+    const webhook = this.#state.status === 'connecting' ? undefined : this.#state.flow?.webhook;
+    if (webhook !== undefined) {
+      postEvent(webhook, event, { ...(this.options.post ? { post: this.options.post } : {}), log: this.log });
+    }
   }
 }
 

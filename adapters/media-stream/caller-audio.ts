@@ -1,7 +1,7 @@
 /** The caller's side of a call: its audio as samples, and the detector that finds speech in it. */
 import { decodeAlaw, decodeMulaw } from '../../src/audio/g711.js';
 import { bytesToInt16 } from '../../src/audio/pcm.js';
-import type { WireFormat } from '../../src/speaker/sink.js';
+import type { WireFormat } from '../../src/audio/framer.js';
 
 /** Finds the start of speech in the caller's audio (the VAD). One per call. */
 export interface OnsetDetector {

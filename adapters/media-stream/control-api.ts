@@ -3,6 +3,7 @@
  * speak, interrupt, hang up, and follow a call's events as server-sent events. Mounted at `/calls`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { WireFormat } from '../../src/audio/framer.js';
 import {
   bearerAuthorized,
   pathSegments,
@@ -15,22 +16,18 @@ import {
 } from '../../src/http/http.js';
 import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/control/say-request.js';
 import { EventStream } from '../../src/http/event-stream.js';
-import { publicResult, type CallEvent } from './call-events.js';
+import { interruptResultJson, utteranceResultJson } from '../../src/control/result.js';
+import { toWire, type CallEvent } from './call-events.js';
 import { CallNotActiveError, type Call } from './call.js';
 import type { MediaStreamServer } from './server.js';
 
-function snake(result: ReturnType<typeof publicResult>): Record<string, unknown> {
-  return {
-    status: result.status,
-    played_ms: result.playedMs,
-    heard_text: result.heardText,
-    ...(result.error ? { error: result.error } : {}),
-    first_byte_ms: result.firstByteMs,
-    first_frame_ms: result.firstFrameMs,
-    underruns: result.underruns,
-  };
+function formatJson(format: WireFormat | undefined): Record<string, unknown> | null {
+  return format
+    ? { encoding: format.encoding, sample_rate: format.sampleRate, channels: format.channels }
+    : null;
 }
 
+/** A call as `GET /calls/{id}` answers it and the event stream's `call.state` snapshot carries it. */
 function describe(call: Call): Record<string, unknown> {
   const stream = call.stream;
   return {
@@ -40,8 +37,8 @@ function describe(call: Call): Record<string, unknown> {
     started_at: call.createdAt.toISOString(),
     flow: call.flow ?? null,
     stream_id: stream?.streamId ?? null,
-    inbound: stream?.inbound ?? null,
-    outbound: stream?.outbound ?? null,
+    inbound: formatJson(stream?.inbound),
+    outbound: formatJson(stream?.outbound),
     parameters: stream?.parameters ?? {},
     speaking: call.speaker?.speakingId ?? null,
     queued: call.speaker?.queued ?? 0,
@@ -80,12 +77,10 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
         if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
         await say(call, req, res);
         return true;
-      case 'interrupt': {
+      case 'interrupt':
         if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
-        const r = call.interrupt();
-        sendJson(res, 200, { interrupted: r.interrupted, played_ms: r.playedMs, heard_text: r.heardText });
+        sendJson(res, 200, interruptResultJson(call.interrupt()));
         return true;
-      }
       case 'events':
         if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
         events(call, req, res, url);
@@ -126,7 +121,7 @@ async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promi
   }
   // The client hanging up does not cancel the utterance: the caller still hears it.
   const result = await handle.result;
-  sendJson(res, 200, { id: handle.id, ...snake(publicResult(result)) });
+  sendJson(res, 200, { id: handle.id, ...utteranceResultJson(result) });
 }
 
 /**
@@ -146,13 +141,13 @@ function events(call: Call, req: IncomingMessage, res: ServerResponse, url: URL)
   stream.send('call.state', describe(call));
   const after = resumeAfter(req, url);
   const missed = after === undefined ? [] : call.eventsAfter(after);
-  for (const event of missed) if (!stream.send(event.type, event, event.seq)) return;
+  for (const event of missed) if (!stream.send(event.type, toWire(event), event.seq)) return;
   if (call.state.status === 'ended') {
     stream.close();
     return;
   }
   const onEvent = (event: CallEvent): void => {
-    stream.send(event.type, event, event.seq);
+    stream.send(event.type, toWire(event), event.seq);
     if (event.type === 'call.ended') stream.close();
   };
   call.on('event', onEvent);

@@ -3,10 +3,11 @@
  * playout tracked from the gateway's marks (or a local clock where it has none).
  */
 import { EventEmitter } from 'node:events';
-import { frameBytes, silenceFrame } from '../../src/audio/framer.js';
+import { Waiters } from '../../src/async/waiters.js';
+import { FRAME_MS, frameBytes, silenceFrame, type WireFormat } from '../../src/audio/framer.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import { PlayoutClock } from '../../src/speaker/playout-clock.js';
-import type { AudioSink, SinkFrame, WireFormat } from '../../src/speaker/sink.js';
+import type { AudioSink, SinkFrame } from '../../src/speaker/sink.js';
 import type { GatewayProtocol, OutboundMessage, StreamInfo } from '../../src/protocols/types.js';
 
 /** Where messages go: the call's WebSocket. `onSent` runs once the bytes left for the socket. */
@@ -50,7 +51,6 @@ const DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024;
 const DEFAULT_MARK_GRACE_MS = 2000;
 /** Marks out at once at most: jambonz allows 30; a gateway that never returns them stops getting more. */
 const MAX_OUTSTANDING_MARKS = 25;
-const FRAME_MS = 20;
 
 export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSink {
   readonly format: WireFormat;
@@ -77,7 +77,8 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
   private inFlightBytes = 0;
   private paused = false;
   private closed = false;
-  private readonly wakers = new Set<() => void>();
+  /** Writers held back (paused, socket full) and `whenPlayed()` calls waiting for a mark. */
+  private readonly waiters = new Waiters();
   private marks: PendingMark[] = [];
   private markSeq = 0;
   private sentMs = 0;
@@ -109,7 +110,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     if (this.closed || frame.epoch < this.minEpoch) return;
     this.lastEpoch = Math.max(this.lastEpoch, frame.epoch);
     while ((this.paused || this.inFlightBytes > this.maxInFlightBytes) && !this.closed)
-      await this.waitForWake();
+      await this.waiters.wait();
     if (this.closed || frame.epoch < this.minEpoch) return;
     this.append(frame.payload);
     this.playout.onWrite(this.frameMs);
@@ -135,7 +136,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     for (const m of this.marks) this.emit('playout', { ...m, outcome: 'cleared' });
     this.marks = [];
     this.ackedMs = Math.min(this.ackedMs, this.sentMs);
-    this.wakeAll();
+    this.waiters.wakeAll();
   }
 
   writtenMs(): number {
@@ -153,19 +154,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     const deadline = this.clock.now() + this.markGraceMs;
     while (!this.closed && this.ackedMs < positionMs && positionMs <= this.playout.writtenMs()) {
       if (this.clock.now() >= deadline) return;
-      const woken = new AbortController();
-      const wake = (): void => woken.abort();
-      this.wakers.add(wake);
-      try {
-        await this.clock.sleepUntil(
-          deadline,
-          signal ? AbortSignal.any([signal, woken.signal]) : woken.signal,
-        );
-      } catch (error) {
-        if (!woken.signal.aborted) throw error;
-      } finally {
-        this.wakers.delete(wake);
-      }
+      await this.waiters.waitOr((woken) => this.clock.sleepUntil(deadline, woken), signal);
     }
   }
 
@@ -181,13 +170,13 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
       this.emit('playout', { ...m, outcome: result });
     }
     if (outcome !== 'cleared') this.playout.onAck(this.ackedMs);
-    this.wakeAll();
+    this.waiters.wakeAll();
   }
 
   /** Asterisk's MEDIA_XOFF / MEDIA_XON. */
   setPaused(paused: boolean): void {
     this.paused = paused;
-    if (!paused) this.wakeAll();
+    if (!paused) this.waiters.wakeAll();
   }
 
   /** The call ended: marks still out are unknown, writers stop waiting. */
@@ -196,7 +185,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     this.closed = true;
     for (const m of this.marks) this.emit('playout', { ...m, outcome: 'unknown' });
     this.marks = [];
-    this.wakeAll();
+    this.waiters.wakeAll();
   }
 
   private append(payload: Uint8Array): void {
@@ -266,21 +255,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     this.inFlightBytes += bytes;
     this.transport.send(message, () => {
       this.inFlightBytes -= bytes;
-      if (this.inFlightBytes <= this.maxInFlightBytes) this.wakeAll();
+      if (this.inFlightBytes <= this.maxInFlightBytes) this.waiters.wakeAll();
     });
-  }
-
-  private waitForWake(): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = (): void => {
-        this.wakers.delete(wake);
-        resolve();
-      };
-      this.wakers.add(wake);
-    });
-  }
-
-  private wakeAll(): void {
-    for (const w of [...this.wakers]) w();
   }
 }

@@ -11,7 +11,7 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
-import type { WireFormat } from '../../src/speaker/sink.js';
+import type { WireFormat } from '../../src/audio/framer.js';
 import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
 import type { CallEvent } from './call-events.js';
 import { Call, type CallRefusal, type CallSettings } from './call.js';

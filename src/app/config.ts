@@ -6,6 +6,7 @@ import { flowsSchema } from '../flows/schema.js';
 import { SCOPES } from '../service/auth.js';
 import { isLoopbackHost } from '../http/web-guard.js';
 import { PROJECT_ROOT } from '../paths.js';
+import { CONFIGURABLE_OUTBOUND, GATEWAYS } from '../protocols/types.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -14,14 +15,6 @@ const keySchema = z.strictObject({
   keyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must name an environment variable'),
   scopes: z.array(z.enum(SCOPES)).min(1),
 });
-
-const GATEWAYS = ['twilio', 'telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', 'jambonz'] as const;
-/**
- * The gateways whose outbound codec is a deployment setting (`calls.formats`). The others play what
- * their start message says (Vonage's content-type, Asterisk's format) or one fixed codec (Twilio,
- * Exotel), so a setting for them would be silently ignored: it is refused instead.
- */
-const CONFIGURABLE_OUTBOUND = ['telnyx', 'plivo', 'jambonz'] as const;
 
 /** An outbound codec where the gateway leaves it to the deployment (Telnyx, Plivo, jambonz, …). */
 const wireFormatSchema = z.strictObject({

@@ -22,6 +22,7 @@ import {
   sendUnauthorized,
   type RouteHandler,
 } from '../http/http.js';
+import type { Route } from '../http/router.js';
 import { PROJECT_ROOT } from '../paths.js';
 
 /** The page's HTML and CSS, as written (no build step). */
@@ -53,8 +54,8 @@ export interface PhonePageOptions {
 }
 
 export interface PhoneConfig {
-  media: { path: string; available: boolean; reason?: string; tokenRequired: boolean };
-  control: { tokenRequired: boolean };
+  media: { path: string; available: boolean; reason?: string; token_required: boolean };
+  control: { token_required: boolean };
 }
 
 /** What the page needs to know before it can call, without giving anything away. */
@@ -63,7 +64,7 @@ export function phoneConfig(options: PhonePageOptions): PhoneConfig {
   const media: PhoneConfig['media'] = {
     path: '/media/twilio',
     available: true,
-    tokenRequired: secrets.mediaStreamToken !== undefined,
+    token_required: secrets.mediaStreamToken !== undefined,
   };
   if (!options.gateways.includes('twilio')) {
     media.available = false;
@@ -73,7 +74,7 @@ export function phoneConfig(options: PhonePageOptions): PhoneConfig {
     media.available = false;
     media.reason = 'TWILIO_AUTH_TOKEN is set: set MEDIA_STREAM_TOKEN too for the browser phone to connect';
   }
-  return { media, control: { tokenRequired: secrets.controlToken !== undefined } };
+  return { media, control: { token_required: secrets.controlToken !== undefined } };
 }
 
 /** A flow as the page draws it: its nodes in order of declaration, with where each goes. */
@@ -158,4 +159,12 @@ export function phonePageApi(options: PhonePageOptions): RouteHandler {
     sendJson(res, 404, { error: `no route for ${method} /phone${path}` });
     return true;
   };
+}
+
+/** The browser phone's routes: `GET /` and everything under `/phone`. */
+export function phonePageRoutes(options: PhonePageOptions): Route[] {
+  return [
+    { prefix: '/phone', handler: phonePageApi(options) },
+    { prefix: '/', handler: phonePageRoot() },
+  ];
 }

@@ -1,5 +1,7 @@
 /**
  * Equiripple (minimax) design of linear-phase FIR filters by the Remez exchange algorithm.
+ * (Over 400 lines on purpose: one algorithm — the exchange, its barycentric interpolation and the
+ * extremum search — whose steps only make sense together.)
  *
  * A linear-phase filter's zero-phase response is a sum of cosines, A(f) = constant + Σ cᵢ·cos(2π·dᵢ·f),
  * one per pair of mirrored taps dᵢ samples from the centre. `minimaxCosineSum` finds the coefficients

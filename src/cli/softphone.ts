@@ -3,6 +3,7 @@
  * real time (to a player, to a recording), the caller's audio (silence, or the microphone), keys
  * pressed, and the hang-up, whichever side does it.
  */
+import { FRAME_MS } from '../audio/framer.js';
 import { decodeMulaw, MULAW_SILENCE } from '../audio/g711.js';
 import { int16ToBytes } from '../audio/pcm.js';
 import { wavHeader } from '../audio/wav.js';
@@ -44,8 +45,7 @@ export const DIGIT_SPACING_MS = 250;
 const SAMPLE_RATE = 8000;
 const BYTES_PER_MS = SAMPLE_RATE / 1000;
 /** 20 ms of mu-law: one Twilio media message. */
-const FRAME_BYTES = 160;
-const FRAME_MS = 20;
+const FRAME_BYTES = FRAME_MS * BYTES_PER_MS;
 const PLAYER_END_WAIT_MS = 3000;
 /** 2 s of 16-bit 8 kHz audio: a player further behind than that loses audio rather than lag more. */
 const PLAYER_MAX_BEHIND_BYTES = 32_000;

@@ -126,7 +126,7 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
             emit('flow.end', current, { reason: 'loop' });
             return 'loop';
           }
-          const body = { event: node.event, callId: call.id, flow: flowName, node: current };
+          const body = { event: node.event, call_id: call.id, flow: flowName, node: current };
           try {
             const status = await post(
               node.url,

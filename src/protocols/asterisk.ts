@@ -26,9 +26,6 @@ import type { WireFormat } from '../audio/framer.js';
 import {
   decodeUtf8,
   dtmfDigit,
-  flattenParameters,
-  formatNumberAt,
-  framesOf,
   objectAt,
   parseJsonObject,
   quote,
@@ -36,6 +33,8 @@ import {
   stringAt,
   type JsonObject,
 } from './common.js';
+import { formatNumberAt, framesOf } from './formats.js';
+import { flattenParameters } from './parameters.js';
 import { ProtocolError, type GatewayProtocol, type InboundEvent, type StreamInfo } from './types.js';
 
 /** The largest message chan_websocket reads; beyond it the socket is closed and the call hung up. */

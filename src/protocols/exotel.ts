@@ -18,7 +18,7 @@
  *   100 000 B, under both readings of "100 KB".
  * - Exotel's own samples (exotel/Agent-Stream) use `streamSid`/`callSid`; inbound both spellings are read,
  *   outbound uses the documented `stream_sid`.
- * - Without `media_format` the deployment's `outbound` (else L16 8 kHz) is assumed. The `encoding` value
+ * - Without `media_format` L16 8 kHz (the applet's default) is assumed. The `encoding` value
  *   varies by product ("audio/x-raw", or a MIME type like audio/x-mulaw for the newer StartStream API).
  *
  * Source: developer.exotel.com/docs/agentstream/websocket-protocol and .../stream-voicebot-applet,
@@ -26,13 +26,8 @@
  */
 import type { WireFormat } from '../audio/framer.js';
 import {
-  describedFormat,
   dtmfDigit,
   encodeBase64,
-  customParameters,
-  formatNumberAt,
-  framingFor,
-  framesOf,
   jsonMedia,
   jsonMessage,
   numberAt,
@@ -43,13 +38,9 @@ import {
   stringAt,
   type JsonObject,
 } from './common.js';
-import {
-  ProtocolError,
-  type GatewayProtocol,
-  type InboundEvent,
-  type ProtocolOptions,
-  type StreamInfo,
-} from './types.js';
+import { describedFormat, formatNumberAt, framingFor, framesOf } from './formats.js';
+import { customParameters } from './parameters.js';
+import { ProtocolError, type GatewayProtocol, type InboundEvent, type StreamInfo } from './types.js';
 
 const L16_8K: WireFormat = { encoding: 's16le', sampleRate: 8000, channels: 1 };
 
@@ -68,12 +59,12 @@ function field(o: JsonObject, snake: string, camel: string): string | undefined 
   return stringAt(o, snake) ?? stringAt(o, camel);
 }
 
-function parseStart(message: JsonObject, options: ProtocolOptions | undefined): InboundEvent {
+function parseStart(message: JsonObject): InboundEvent {
   const start = requireObject(message, 'start');
   const streamSid = field(start, 'stream_sid', 'streamSid') ?? field(message, 'stream_sid', 'streamSid');
   if (!streamSid) throw new ProtocolError('invalid_start', 'exotel start without a stream_sid');
   const media = objectAt(start, 'media_format');
-  const format = media ? mediaFormat(media) : (options?.outbound ?? L16_8K);
+  const format = media ? mediaFormat(media) : L16_8K;
   const stream: StreamInfo = {
     callId: field(start, 'call_sid', 'callSid') || streamSid,
     streamId: streamSid,
@@ -86,14 +77,14 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
   return { type: 'start', stream };
 }
 
-function parse(data: Uint8Array, isBinary: boolean, options?: ProtocolOptions): InboundEvent {
+function parse(data: Uint8Array, isBinary: boolean): InboundEvent {
   const message = jsonMessage(data, isBinary, 'exotel');
   const event = requireString(message, 'event');
   switch (event) {
     case 'connected':
       return { type: 'connected' };
     case 'start':
-      return parseStart(message, options);
+      return parseStart(message);
     case 'media':
       return jsonMedia(message, true, ['stream_sid', 'streamSid']);
     case 'dtmf': {

@@ -26,13 +26,8 @@
  * (README.md, lws_glue.cpp), pipecat's jambonz serializer docs (little-endian mono PCM).
  */
 import {
-  configuredOutbound,
   decodeUtf8,
   dtmfDigit,
-  flattenParameters,
-  formatNumberAt,
-  framingFor,
-  framesOf,
   numberAt,
   parseJsonObject,
   quote,
@@ -41,6 +36,8 @@ import {
   stringAt,
   type JsonObject,
 } from './common.js';
+import { configuredOutbound, formatNumberAt, framingFor, framesOf } from './formats.js';
+import { flattenParameters } from './parameters.js';
 import {
   ProtocolError,
   type GatewayProtocol,

@@ -25,16 +25,11 @@
  */
 import type { WireFormat } from '../audio/framer.js';
 import {
-  configuredOutbound,
   dtmfDigit,
   encodeBase64,
-  flattenParameters,
-  formatNumberAt,
-  framingFor,
   jsonMedia,
   jsonMessage,
   objectAt,
-  parseContentType,
   parseJsonObject,
   quote,
   requireObject,
@@ -42,6 +37,8 @@ import {
   stringAt,
   type JsonObject,
 } from './common.js';
+import { configuredOutbound, formatNumberAt, framingFor, parseContentType } from './formats.js';
+import { flattenParameters } from './parameters.js';
 import {
   ProtocolError,
   type GatewayProtocol,

@@ -28,13 +28,8 @@
  */
 import type { WireFormat } from '../audio/framer.js';
 import {
-  configuredOutbound,
-  describedFormat,
   dtmfDigit,
   encodeBase64,
-  customParameters,
-  formatNumberAt,
-  framingFor,
   jsonMedia,
   jsonMessage,
   objectAt,
@@ -44,6 +39,8 @@ import {
   stringAt,
   type JsonObject,
 } from './common.js';
+import { configuredOutbound, describedFormat, formatNumberAt, framingFor } from './formats.js';
+import { customParameters } from './parameters.js';
 import {
   ProtocolError,
   type GatewayProtocol,

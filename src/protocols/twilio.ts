@@ -14,11 +14,8 @@
  */
 import type { WireFormat } from '../audio/framer.js';
 import {
-  describedFormat,
   dtmfDigit,
   encodeBase64,
-  flattenParameters,
-  formatNumberAt,
   jsonMedia,
   jsonMessage,
   objectAt,
@@ -28,6 +25,8 @@ import {
   stringAt,
   type JsonObject,
 } from './common.js';
+import { describedFormat, formatNumberAt } from './formats.js';
+import { flattenParameters } from './parameters.js';
 import {
   ProtocolError,
   type Framing,

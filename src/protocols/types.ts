@@ -6,17 +6,17 @@
  */
 import type { WireFormat } from '../audio/framer.js';
 
-export type GatewayName = 'twilio' | 'telnyx' | 'plivo' | 'vonage' | 'exotel' | 'asterisk' | 'jambonz';
+/** Every gateway with a protocol module: the config's `calls.gateways` and `PROTOCOLS` are keyed by these. */
+export const GATEWAYS = ['twilio', 'telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', 'jambonz'] as const;
 
-export const GATEWAY_NAMES: readonly GatewayName[] = [
-  'twilio',
-  'telnyx',
-  'plivo',
-  'vonage',
-  'exotel',
-  'asterisk',
-  'jambonz',
-];
+export type GatewayName = (typeof GATEWAYS)[number];
+
+/**
+ * The gateways whose outbound codec is a deployment setting (`calls.formats`, `ProtocolOptions.outbound`).
+ * The others play what their start message says (Vonage's content-type, Asterisk's format) or one fixed
+ * codec (Twilio, Exotel), so the config refuses a setting for them rather than silently ignoring it.
+ */
+export const CONFIGURABLE_OUTBOUND = ['telnyx', 'plivo', 'jambonz'] as const satisfies readonly GatewayName[];
 
 /**
  * How outbound audio must be cut into messages. A message carries `multipleOfBytes × k` bytes, at least
@@ -119,7 +119,7 @@ export interface ProtocolOptions {
    * `stream_bidirectional_codec` says, Plivo what `<Stream contentType>` says, jambonz L16 at
    * `bidirectionalAudio.sampleRate`. Each of those modules documents its default. Vonage, Asterisk,
    * Twilio and Exotel play what their start message or protocol fixes, so the config refuses a format for
-   * them: the first three ignore this, Exotel takes it only as the format of a start without one.
+   * them and their modules ignore this.
    */
   readonly outbound?: WireFormat;
   /**

@@ -24,17 +24,16 @@ import { randomUUID } from 'node:crypto';
 import {
   decodeUtf8,
   dtmfDigit,
-  flattenParameters,
-  framingFor,
   numberAt,
   objectAt,
-  parseContentType,
   parseJsonObject,
   quote,
   requireString,
   stringAt,
   type JsonObject,
 } from './common.js';
+import { framingFor, parseContentType } from './formats.js';
+import { flattenParameters } from './parameters.js';
 import { ProtocolError, type GatewayProtocol, type InboundEvent, type StreamInfo } from './types.js';
 
 /** Header names an NCCO may use to pass the call's uuid, first found wins. */

@@ -52,8 +52,8 @@ class Mp3Encoder implements AudioEncoder {
 }
 
 /**
- * `streamed`: a WAV whose length is not known yet gets placeholder sizes (speech-api.md). A whole-body
- * WAV is framed by the caller, who knows the length.
+ * `streamed`: a WAV whose length is not known yet gets placeholder sizes (docs/speech-service.md). A
+ * whole-body WAV is framed by the caller, who knows the length.
  */
 export async function createEncoder(format: OutputFormat, streamed: boolean): Promise<AudioEncoder> {
   switch (format) {
@@ -71,7 +71,7 @@ export function wholeWavHeader(dataBytes: number): Uint8Array {
   return wavHeader({ sampleRate: OUTPUT_SAMPLE_RATE, channels: 1, bitsPerSample: 16, dataBytes });
 }
 
-/** The header of a WAV whose length is not known yet: placeholder sizes (speech-api.md). */
+/** The header of a WAV whose length is not known yet: placeholder sizes (docs/speech-service.md). */
 export function streamedWavHeader(): Uint8Array {
   return wavHeader({ sampleRate: OUTPUT_SAMPLE_RATE, channels: 1, bitsPerSample: 16 });
 }

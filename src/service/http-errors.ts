@@ -14,7 +14,7 @@ const TYPES: Record<number, string> = {
   507: 'insufficient_storage',
 };
 
-/** An error the local service answers with, in the body shape speech-api.md decides. */
+/** An error the local service answers with, in the body shape docs/speech-service.md decides. */
 export class ServiceHttpError extends Error {
   override readonly name = 'ServiceHttpError';
   constructor(

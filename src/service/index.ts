@@ -157,7 +157,15 @@ export class LocalSpeechService {
         logger: this.logger,
         stats: this.requestStats,
       };
-      await handleSpeech(deps, req, res, url, principal, voiceId, speech[2] !== undefined, requestId);
+      await handleSpeech(deps, {
+        req,
+        res,
+        url,
+        principal,
+        voiceId,
+        streamed: speech[2] !== undefined,
+        requestId,
+      });
       return;
     }
     const voiceDeps = {

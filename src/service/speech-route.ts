@@ -111,17 +111,23 @@ export function applySettings(base: EngineVoiceParams, settings: VoiceSettings):
   };
 }
 
+/** One speech request, as the service's router has resolved it. */
+export interface SpeechRouteRequest {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly url: URL;
+  /** The authenticated key: its voices, its concurrency limit. */
+  readonly principal: Principal;
+  /** Already percent-decoded. */
+  readonly voiceId: string;
+  /** `/stream`: chunked as synthesized; else one whole body. */
+  readonly streamed: boolean;
+  readonly requestId: string;
+}
+
 /** POST /v1/text-to-speech/{voice_id}[/stream] */
-export async function handleSpeech(
-  deps: SpeechRouteDeps,
-  req: IncomingMessage,
-  res: ServerResponse,
-  url: URL,
-  principal: Principal,
-  voiceId: string,
-  streamed: boolean,
-  requestId: string,
-): Promise<void> {
+export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRequest): Promise<void> {
+  const { req, res, url, principal, voiceId, streamed, requestId } = request;
   const input = await parseInput(req, url);
   const voice = deps.voices.get(voiceId);
   // Another key's voice is as invisible as a missing one: its existence is not disclosed.
@@ -178,7 +184,7 @@ async function write(res: ServerResponse, bytes: Uint8Array, signal: AbortSignal
 
 /**
  * Headers go out with the first audio, so an engine failure before it is still a proper 500. After it, a
- * failure can only cut the connection: a clean end would look like success (speech-api.md).
+ * failure can only cut the connection: a clean end would look like success (docs/speech-service.md).
  */
 async function stream(
   res: ServerResponse,
@@ -220,7 +226,7 @@ export const WHOLE_BODY_MEMORY_BYTES = 1024 * 1024;
 
 /**
  * The whole body. A short one (the usual case) is held until synthesis ends and sent with its
- * Content-Length and, for WAV, a header with the real sizes (speech-api.md). One that outgrows
+ * Content-Length and, for WAV, a header with the real sizes (docs/speech-service.md). One that outgrows
  * WHOLE_BODY_MEMORY_BYTES (5000 CJK characters make 79 MB) is not held: from then on it goes out as it
  * is produced, chunked, still one body (a WAV header then has the streaming placeholder sizes, as
  * `/stream` sends), each write waiting for the client. Memory per request stays bounded either way.

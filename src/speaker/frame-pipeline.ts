@@ -1,13 +1,16 @@
 import { Framer, type WireFormat } from '../audio/framer.js';
-import { PcmAligner } from '../audio/pcm.js';
+import { bytesToInt16 } from '../audio/pcm.js';
 import { Resampler } from '../audio/resampler.js';
 
 /**
- * Bytes of the service's PCM (s16le mono, `inputRate`) in, the sink's frames out: alignment, resampling
- * (and mono → stereo), framing and encoding, each stateful and independent of how the bytes were chunked.
+ * Bytes of the service's PCM (s16le mono, `inputRate`) in, the sink's frames out: resampling (and
+ * mono → stereo), framing and encoding, each stateful and independent of how the samples were chunked.
+ *
+ * Chunks hold whole samples: the speech client aligns the body (`HttpSpeechStream`), and the phrase cache
+ * replays those same chunks. A chunk may start at an odd byte offset (a slice of Node's buffer pool); it
+ * is copied then, never misread.
  */
 export class FramePipeline {
-  private readonly aligner = new PcmAligner();
   private readonly resampler: Resampler | undefined;
   private readonly framer: Framer;
 
@@ -19,9 +22,9 @@ export class FramePipeline {
     this.framer = new Framer(format, frameMs);
   }
 
-  /** Frames completed by `chunk`. */
+  /** Frames completed by `chunk` (an even number of bytes; a RangeError otherwise). */
   push(chunk: Uint8Array): Uint8Array[] {
-    const samples = this.aligner.push(chunk);
+    const samples = bytesToInt16(chunk);
     return this.framer.push(this.resampler ? this.resampler.push(samples) : samples);
   }
 

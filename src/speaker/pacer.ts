@@ -97,17 +97,6 @@ export class Pacer {
     this.generation++;
   }
 
-  /** Frames paced since the last anchor. */
-  get framesSinceAnchor(): number {
-    return this.frames;
-  }
-
-  /** Audio ahead of real time right now (ms): what the far end still has to play, by the pacer's model. */
-  get aheadMs(): number {
-    if (this.anchorMs === undefined) return 0;
-    return Math.max(0, this.originMs + this.frames * this.frameMs - this.clock.now());
-  }
-
   private anchor(atMs: number, originMs: number): void {
     this.anchorMs = atMs;
     this.originMs = originMs;

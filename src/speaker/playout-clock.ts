@@ -1,3 +1,4 @@
+import { Waiters } from '../async/waiters.js';
 import type { Clock } from './clock.js';
 
 /**
@@ -10,7 +11,8 @@ export class PlayoutClock {
   /** Timeline position and clock time at which the current run of continuous playout began. */
   private anchorPos = 0;
   private anchorAt = 0;
-  private readonly waiters = new Set<{ pos: number; wake: () => void }>();
+  /** `whenPlayed()` calls, woken when an ack or a clear moves the estimate. */
+  private readonly waiters = new Waiters();
 
   constructor(private readonly clock: Clock) {}
 
@@ -39,7 +41,7 @@ export class PlayoutClock {
   onAck(positionMs: number): void {
     this.anchorPos = Math.min(positionMs, this.written);
     this.anchorAt = this.clock.now();
-    for (const w of this.waiters) w.wake();
+    this.waiters.wakeAll();
   }
 
   /** Drops what has not played: the timeline ends where the listener is. */
@@ -48,7 +50,7 @@ export class PlayoutClock {
     this.written = played;
     this.anchorPos = played;
     this.anchorAt = this.clock.now();
-    for (const w of this.waiters) if (w.pos > played) w.wake();
+    this.waiters.wakeAll();
   }
 
   async whenPlayed(positionMs: number, signal?: AbortSignal): Promise<void> {
@@ -56,18 +58,9 @@ export class PlayoutClock {
       signal?.throwIfAborted();
       const played = this.playedMs();
       if (played >= positionMs || positionMs > this.written) return;
-      // A clear wakes the wait early (and cancels its timer), so nothing outlives the answer.
-      const woken = new AbortController();
-      const waiter = { pos: positionMs, wake: () => woken.abort() };
-      this.waiters.add(waiter);
-      try {
-        const until = this.clock.now() + (positionMs - played);
-        await this.clock.sleepUntil(until, signal ? AbortSignal.any([signal, woken.signal]) : woken.signal);
-      } catch (error) {
-        if (!woken.signal.aborted) throw error;
-      } finally {
-        this.waiters.delete(waiter);
-      }
+      // An ack or a clear wakes the wait early (and cancels its timer), so nothing outlives the answer.
+      const until = this.clock.now() + (positionMs - played);
+      await this.waiters.waitOr((woken) => this.clock.sleepUntil(until, woken), signal);
     }
   }
 }

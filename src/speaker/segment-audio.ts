@@ -1,10 +1,20 @@
-import type { SpeechRequest, SpeechStream } from '../speech/client.js';
+import type { SpeechRequest } from '../speech/client.js';
 import type { PhraseCache, PhraseKey } from './phrase-cache.js';
 import type { Segment } from './segmenter.js';
 
+/**
+ * One response's audio as the speaker reads it: s16le mono 24 kHz chunks, each of whole samples (an
+ * even byte count; the speech client aligns `pcm_24000` bodies), pulled as they are needed.
+ */
+export interface SpeechAudio extends AsyncIterable<Uint8Array> {
+  /** Stops the response and closes its connection at once (barge-in, a failure further down). */
+  cancel(reason?: unknown): void;
+}
+
 /** What the speaker needs of a speech client: `SpeechClient` is one. */
 export interface SpeechSource {
-  stream(request: SpeechRequest, options?: { signal?: AbortSignal }): Promise<SpeechStream>;
+  /** Resolves once the first audio byte is in; rejects with the request's error, or when `signal` aborts. */
+  stream(request: SpeechRequest, options?: { signal?: AbortSignal }): Promise<SpeechAudio>;
 }
 
 export const SPEAKER_FORMAT = 'pcm_24000';
@@ -13,9 +23,8 @@ export const SPEAKER_SAMPLE_RATE = 24_000;
 /** One segment's audio, already flowing (its first byte has arrived, or it came from the cache). */
 export interface SegmentAudio {
   readonly segment: Segment;
-  /** s16le mono 24 kHz chunks. */
+  /** s16le mono 24 kHz chunks of whole samples: the source's, or the cache's copy of them. */
   readonly chunks: AsyncIterable<Uint8Array>;
-  readonly firstByteMs: number;
   readonly fromCache: boolean;
 }
 
@@ -25,12 +34,12 @@ async function* replay(chunks: readonly Uint8Array[]): AsyncGenerator<Uint8Array
 
 /** Records a response into the cache as it is read; only a complete response is kept. */
 async function* recording(
-  stream: SpeechStream,
+  audio: SpeechAudio,
   record: ReturnType<PhraseCache['record']>,
 ): AsyncGenerator<Uint8Array> {
   let complete = false;
   try {
-    for await (const chunk of stream) {
+    for await (const chunk of audio) {
       record.add(chunk);
       yield chunk;
     }
@@ -40,14 +49,15 @@ async function* recording(
     else {
       record.abandon();
       // Stopped early (barge-in, failure): the connection must not linger.
-      stream.cancel();
+      audio.cancel();
     }
   }
 }
 
 /**
  * Opens one segment: from the phrase cache when it holds the same request, else a `/stream` request,
- * resolved once the first audio byte is in.
+ * resolved once the first audio byte is in. The cache keeps the source's chunks as they came, so a
+ * replay is aligned exactly as the response was.
  */
 export async function openSegment(
   source: SpeechSource,
@@ -63,18 +73,11 @@ export async function openSegment(
     text: segment.text,
     outputFormat: SPEAKER_FORMAT,
   };
-  const started = performance.now();
   const cached = cache?.get(key);
-  if (cached)
-    return { segment, chunks: replay(cached), firstByteMs: performance.now() - started, fromCache: true };
-  const stream = await source.stream(
+  if (cached) return { segment, chunks: replay(cached), fromCache: true };
+  const audio = await source.stream(
     { ...request, text: segment.text, outputFormat: SPEAKER_FORMAT },
     { signal },
   );
-  return {
-    segment,
-    chunks: cache ? recording(stream, cache.record(key)) : stream,
-    firstByteMs: stream.firstByteMs,
-    fromCache: false,
-  };
+  return { segment, chunks: cache ? recording(audio, cache.record(key)) : audio, fromCache: false };
 }

@@ -10,8 +10,6 @@ export interface Segment {
 export interface SegmentStreamOptions {
   maxChars?: number;
   signal?: AbortSignal;
-  /** don't emit sentences shorter than this on their own, merge with the next: default 0 */
-  minChars?: number;
 }
 
 /** Terminators that end a sentence only when whitespace (or the end) follows. */
@@ -75,16 +73,6 @@ function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-/** Code points in `text[from, to)`, as the service counts characters. */
-function codePoints(text: string, from: number, to: number): number {
-  let n = 0;
-  for (let i = from; i < to; i++) {
-    n++;
-    if (isHighSurrogate(text.charCodeAt(i)) && i + 1 < to) i++;
-  }
-  return n;
-}
-
 function checkCount(name: string, value: number, min: number): number {
   if (!Number.isInteger(value) || value < min)
     throw new RangeError(`${name} must be an integer ≥ ${min}, got ${value}`);
@@ -108,15 +96,10 @@ class SentenceSplitter {
   private scanAt = 0;
   /** Whether the pending segment has a letter or digit yet: punctuation alone does not end a segment. */
   private sawWord = false;
-  /** The last sentence end passed over because the sentence was shorter than `minChars`. */
-  private deferredEnd: number | undefined;
   /** `buf` index `maxChars` code points past `pos`, once the text reaches it. */
   private limit: number | undefined;
 
-  constructor(
-    private readonly maxChars: number,
-    private readonly minChars: number,
-  ) {}
+  constructor(private readonly maxChars: number) {}
 
   push(text: string): void {
     if (this.pos > 0) {
@@ -126,7 +109,6 @@ class SentenceSplitter {
       this.base += drop;
       this.pos = 0;
       this.scanAt -= drop;
-      if (this.deferredEnd !== undefined) this.deferredEnd -= drop;
       if (this.limit !== undefined) this.limit -= drop;
     }
     this.buf += text;
@@ -143,7 +125,6 @@ class SentenceSplitter {
       this.started = true;
       this.scanAt = i;
       this.sawWord = false;
-      this.deferredEnd = undefined;
       this.limit = undefined;
     }
     const start = this.pos;
@@ -173,10 +154,7 @@ class SentenceSplitter {
           else if (c === '\u2029') breaks += 2;
           j++;
         }
-        if (breaks >= 2) {
-          const end = this.sawWord ? this.sentenceEnd(i) : undefined;
-          if (end !== undefined) return end;
-        }
+        if (breaks >= 2 && this.sawWord) return i;
         while (j < len && isWs(buf[j])) j++;
         if (j === len) break;
         i = j;
@@ -194,10 +172,7 @@ class SentenceSplitter {
         const ends =
           this.sawWord &&
           (cjk || (isWs(buf[j]) && !(runEnd - i === 1 && ch === '.' && this.isAbbreviation(a, i))));
-        if (ends) {
-          const end = this.sentenceEnd(j);
-          if (end !== undefined) return end;
-        }
+        if (ends) return j;
         i = j;
         continue;
       }
@@ -213,16 +188,6 @@ class SentenceSplitter {
     }
     let end = len;
     while (end > a && isWs(buf[end - 1])) end--;
-    return end;
-  }
-
-  /** A sentence ends at `end`: returns it, or undefined when it is kept to merge with the next (minChars). */
-  private sentenceEnd(end: number): number | undefined {
-    const a = this.pos;
-    if (this.minChars > 0 && (end - a < this.minChars || codePoints(this.buf, a, end) < this.minChars)) {
-      this.deferredEnd = end;
-      return undefined;
-    }
     return end;
   }
 
@@ -257,12 +222,11 @@ class SentenceSplitter {
 
   /**
    * The sentence runs past `maxChars` (a non-whitespace character at `limit` is in): cut it at the best
-   * boundary within the limit: a sentence kept for minChars, a clause in the second half of the
-   * window, a word, any clause, then hard.
+   * boundary within the limit: a clause in the second half of the window, a word, any clause, then
+   * hard.
    */
   private overflow(limit: number): number {
     const a = this.pos;
-    if (this.deferredEnd !== undefined) return this.deferredEnd;
     const clause = this.lastCut(limit, (p) => this.isClauseEnd(a, p));
     const half = a + (limit - a) / 2;
     if (clause !== undefined && clause >= half) return clause;
@@ -308,7 +272,7 @@ class SentenceSplitter {
  * Abbreviations like "Dr." "e.g." "U.S." and decimals "3.14" do not end sentences.
  */
 export function segmentText(text: string, maxChars: number = TEXT_MAX_CHARS): Segment[] {
-  const splitter = new SentenceSplitter(checkCount('maxChars', maxChars, 1), 0);
+  const splitter = new SentenceSplitter(checkCount('maxChars', maxChars, 1));
   splitter.push(text);
   const segments: Segment[] = [];
   for (let s = splitter.take(true); s; s = splitter.take(true)) segments.push(s);
@@ -327,10 +291,7 @@ export async function* segmentStream(
   options: SegmentStreamOptions = {},
 ): AsyncGenerator<Segment> {
   const { signal } = options;
-  const splitter = new SentenceSplitter(
-    checkCount('maxChars', options.maxChars ?? TEXT_MAX_CHARS, 1),
-    checkCount('minChars', options.minChars ?? 0, 0),
-  );
+  const splitter = new SentenceSplitter(checkCount('maxChars', options.maxChars ?? TEXT_MAX_CHARS, 1));
   signal?.throwIfAborted();
   const iterator = tokens[Symbol.asyncIterator]();
   let sourceEnded = false;

@@ -1,7 +1,5 @@
 import type { WireFormat } from '../audio/framer.js';
 
-export type { WireEncoding, WireFormat } from '../audio/framer.js';
-
 /** One frame of exactly `frameMs` of audio in the sink's wire format. */
 export interface SinkFrame {
   readonly payload: Uint8Array;

@@ -1,15 +1,22 @@
 import { EventEmitter } from 'node:events';
-import { randomUUID } from 'node:crypto';
 import type { SpeechVoiceSettings } from '../speech/client.js';
 import { systemClock, type Clock } from './clock.js';
 import { FramePipeline } from './frame-pipeline.js';
 import { FrameQueue } from './frame-queue.js';
-import { TextLedger } from './ledger.js';
 import { Pacer } from './pacer.js';
 import type { PhraseCache } from './phrase-cache.js';
 import { openSegment, SPEAKER_SAMPLE_RATE, type SegmentAudio, type SpeechSource } from './segment-audio.js';
 import { segmentStream, segmentText, type Segment } from './segmenter.js';
 import type { AudioSink } from './sink.js';
+import {
+  INTERRUPTED,
+  Utterance,
+  type SayOptions,
+  type UtteranceResult,
+  type UtteranceState,
+} from './utterance.js';
+
+export type { SayOptions, UtteranceMetrics, UtteranceResult, UtteranceState } from './utterance.js';
 
 export interface SpeakerOptions {
   /** Where speech comes from: a `SpeechClient`. */
@@ -23,40 +30,6 @@ export interface SpeakerOptions {
   clock?: Clock;
   /** Frames produced ahead of the sender, beyond the sink's lead; bounds memory per speaker. Default 1000 ms. */
   bufferMs?: number;
-}
-
-export interface SayOptions {
-  voiceId?: string;
-  modelId?: string;
-  voiceSettings?: SpeechVoiceSettings;
-  /** Whether barge-in may cut it (default true). `interrupt({ force: true })` cuts it anyway. */
-  interruptible?: boolean;
-  /** 'now' cuts the current utterance (when interruptible) and speaks before the queue. Default 'queue'. */
-  priority?: 'queue' | 'now';
-  /** Aborting it ends this utterance as interrupted. */
-  signal?: AbortSignal;
-}
-
-export interface UtteranceMetrics {
-  /** say() → first audio byte of the first segment (ms). */
-  firstByteMs: number | undefined;
-  /** say() → first frame handed to the sink (ms). */
-  firstFrameMs: number | undefined;
-  /** Times the sink needed a frame that was not ready. */
-  underruns: number;
-  /** Segments served by the phrase cache, and requested from the service. */
-  cachedSegments: number;
-  requestedSegments: number;
-}
-
-export interface UtteranceResult {
-  status: 'played' | 'interrupted' | 'failed';
-  /** Audio the listener heard (the sink's playout), not what was sent. */
-  playedMs: number;
-  /** The text up to what was heard, cut at a word. */
-  heardText: string;
-  error?: unknown;
-  metrics: UtteranceMetrics;
 }
 
 export interface UtteranceHandle {
@@ -75,49 +48,9 @@ export interface SpeakerEvents {
   utteranceStart: [{ id: string }];
   utteranceEnd: [{ id: string; result: UtteranceResult }];
   interrupted: [{ id: string; playedMs: number; heardText: string }];
+  /** Every change of an utterance's state (`UtteranceState`), after its teardown. */
+  utteranceStateChange: [id: string, oldState: UtteranceState, newState: UtteranceState];
 }
-
-/** An utterance's life: one status at a time, changed only in `setState`. */
-type UtteranceState =
-  | { status: 'queued' }
-  | { status: 'speaking'; controller: AbortController }
-  | { status: 'draining'; controller: AbortController }
-  | { status: 'done'; result: UtteranceResult };
-
-class Utterance {
-  readonly id = randomUUID();
-  readonly createdAt = performance.now();
-  state: UtteranceState = { status: 'queued' };
-  /** The text so far (grows while a streaming input is read). */
-  text = '';
-  readonly ledger = new TextLedger();
-  /** Sink timeline position of this utterance's first frame. */
-  startPos: number | undefined;
-  framesWritten = 0;
-  error: unknown;
-  readonly metrics: UtteranceMetrics = {
-    firstByteMs: undefined,
-    firstFrameMs: undefined,
-    underruns: 0,
-    cachedSegments: 0,
-    requestedSegments: 0,
-  };
-  settle!: (r: UtteranceResult) => void;
-  readonly result = new Promise<UtteranceResult>((resolve) => (this.settle = resolve));
-
-  constructor(
-    readonly input: string | AsyncIterable<string>,
-    readonly options: SayOptions,
-  ) {
-    if (typeof input === 'string') this.text = input;
-  }
-
-  get interruptible(): boolean {
-    return this.options.interruptible !== false;
-  }
-}
-
-const INTERRUPTED = 'interrupted';
 
 /**
  * Speaks text for one listener (a call, a guild): requests `/stream` as PCM 24 kHz, turns the chunks
@@ -150,7 +83,9 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
 
   /** Queues `text` (or a stream of text, as an LLM produces it). */
   say(text: string | AsyncIterable<string>, options: SayOptions = {}): UtteranceHandle {
-    const u = new Utterance(text, options);
+    const u = new Utterance(text, options, (changed, oldState, newState) =>
+      this.emit('utteranceStateChange', changed.id, oldState, newState),
+    );
     if (this.closed) {
       this.finish(u, 'failed', new Error('speaker is closed'));
       return { id: u.id, result: u.result };
@@ -197,6 +132,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     // Measure what was heard before the clear moves the timeline.
     const heard = audible.map((u) => ({ u, ...this.heard(u) }));
     this.epoch++;
+    // Stopped before the clear (`setState` would abort them too, when they are settled below).
     for (const { u } of heard) {
       if (u.state.status === 'speaking' || u.state.status === 'draining')
         u.state.controller.abort(INTERRUPTED);
@@ -256,8 +192,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   private settle(u: Utterance, r: Omit<UtteranceResult, 'metrics'>): void {
     if (u.state.status === 'done') return;
     const result: UtteranceResult = { ...r, metrics: { ...u.metrics } };
-    u.state = { status: 'done', result };
-    u.settle(result);
+    u.setState({ status: 'done', result });
     this.emit('utteranceEnd', { id: u.id, result });
   }
 
@@ -279,7 +214,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   /** Produces and sends one utterance; returns when its last frame is written (it may still be playing). */
   private async speak(u: Utterance): Promise<void> {
     const controller = new AbortController();
-    u.state = { status: 'speaking', controller };
+    u.setState({ status: 'speaking', controller });
     this.current = u;
     this.emit('utteranceStart', { id: u.id });
     const signal = controller.signal;
@@ -310,7 +245,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     }
     // Every frame is written; the utterance is 'played' once the far end has played its last one.
     const drain = new AbortController();
-    u.state = { status: 'draining', controller: drain };
+    u.setState({ status: 'draining', controller: drain });
     this.draining.add(u);
     const end = (u.startPos ?? 0) + u.framesWritten * this.options.sink.frameMs;
     void this.options.sink.whenPlayed(end, drain.signal).then(

@@ -87,7 +87,7 @@ export interface SpeechClientOptions {
   retryMaxDelayMs?: number;
   /** The longest `Retry-After` honoured; a longer one fails the call at once. Default 30 s. */
   maxRetryAfterMs?: number;
-  /** Keep-alive pool size. Default 8. */
+  /** Keep-alive pool size. Default 256 (see `DEFAULT_CONNECTIONS` for why). */
   connections?: number;
   /** Called once per `stream()` when its first audio byte arrived. Exceptions are ignored. */
   onStreamMetrics?: (m: StreamMetrics) => void;

@@ -2,7 +2,10 @@
 export const OUTPUT_FORMATS = ['pcm_24000', 'wav_24000', 'mp3_44100_192'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
-/** The spec lists `output_format` as required with a default; we treat it as optional (speech-api.md). */
+/**
+ * The spec lists `output_format` as required with a default; we treat it as optional
+ * (docs/speech-service.md).
+ */
 export const DEFAULT_OUTPUT_FORMAT: OutputFormat = 'wav_24000';
 
 export interface FormatInfo {

@@ -6,7 +6,7 @@ export const TEXT_MIN_CHARS = 1;
 export const TEXT_MAX_CHARS = 5000;
 export const DEFAULT_MODEL_ID = 'service_multilingual_v1';
 
-/** Inner fields of `voice_settings` (speech-api.md): all optional and nullable. */
+/** Inner fields of `voice_settings` (docs/speech-service.md): all optional and nullable. */
 export interface VoiceSettings {
   stability?: number | null;
   similarity_boost?: number | null;

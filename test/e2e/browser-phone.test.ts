@@ -97,9 +97,13 @@ describe('the browser phone, in Chromium', () => {
       expect(stopMs).toBeGreaterThan(0);
       expect(stopMs).toBeLessThan(3000);
       await events.until((e) => e.some((x) => x.event === 'barge-in'));
-      const bargeIn = events.of('barge-in')[0] as { heardText: string; onsetMs: number; detectedMs: number };
-      expect(bargeIn.detectedMs).toBeGreaterThan(bargeIn.onsetMs);
-      expect(GREETING.startsWith(bargeIn.heardText.slice(0, GREETING.length))).toBe(true);
+      const bargeIn = events.of('barge-in')[0] as {
+        heard_text: string;
+        onset_ms: number;
+        detected_ms: number;
+      };
+      expect(bargeIn.detected_ms).toBeGreaterThan(bargeIn.onset_ms);
+      expect(GREETING.startsWith(bargeIn.heard_text.slice(0, GREETING.length))).toBe(true);
       const interrupted = page.locator('#transcript li[data-status="interrupted"]');
       await expect.poll(() => interrupted.count()).toBe(1);
       expect(await interrupted.locator('.cut').textContent()).toMatch(
@@ -181,7 +185,7 @@ describe('the browser phone with tokens', () => {
             e.some(
               (x) =>
                 x.event === 'utterance.finished' &&
-                (x.data as { result: { heardText: string } }).result.heardText ===
+                (x.data as { result: { heard_text: string } }).result.heard_text ===
                   'This sentence came from the text box.',
             ),
           15_000,

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { PARAMETER_LIMITS } from '../../src/protocols/common.js';
+import { PARAMETER_LIMITS } from '../../src/protocols/parameters.js';
 import { startApp, type App } from '../../src/app/app.js';
 import { loadConfig } from '../../src/app/config.js';
 import { createLogger } from '../../src/app/logger.js';

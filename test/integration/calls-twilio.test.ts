@@ -13,6 +13,11 @@ import { FakeTwilio } from '../helpers/gateways/twilio.js';
 import { SseReader } from '../../testkit/sse.js';
 import { noisyUtterance, VOICES } from '../../testkit/vad-audio.js';
 
+/** Asymmetric matchers, typed `unknown` so they sit in expected objects without an unsafe any. */
+const A_NUMBER: unknown = expect.any(Number);
+const A_STRING: unknown = expect.any(String);
+const ANYTHING: unknown = expect.anything();
+const FLOW_NODE: unknown = expect.objectContaining({ type: 'flow.node', flow: 'default', detail: ANYTHING });
 let t: TestApp;
 let wsUrl: string;
 beforeAll(async () => {
@@ -56,6 +61,10 @@ describe('Twilio media stream', () => {
     const said = await post(`/calls/${g.callSid}/say`, { text: 'Hello caller, this is a test.' });
     expect(said.status).toBe(200);
     expect(said.json).toMatchObject({ status: 'played', heard_text: 'Hello caller, this is a test.' });
+    // The one result shape of both control APIs: every field there, snake_case, no error when it played.
+    expect(Object.keys(said.json).sort()).toEqual(
+      ['first_byte_ms', 'first_frame_ms', 'heard_text', 'id', 'played_ms', 'status', 'underruns'].sort(),
+    );
     const media = g.received.filter((r) => r.event === 'media');
     expect(media.length).toBeGreaterThan(50);
     expect(g.violations).toEqual([]);
@@ -130,16 +139,44 @@ describe('Twilio media stream', () => {
       status: 'active',
       stream_id: g.streamSid,
       parameters: { customer: 'c-42', campaign: 'spring' },
-      inbound: { encoding: 'mulaw', sampleRate: 8000, channels: 1 },
+      inbound: { encoding: 'mulaw', sample_rate: 8000, channels: 1 },
     });
     const sse = new SseReader(`${t.url}/calls/${g.callSid}/events`);
+    const replay = new SseReader(`${t.url}/calls/${g.callSid}/events?after=0`);
     await sse.until((e) => e.some((x) => x.event === 'call.state'));
+    // The snapshot is the call as GET /calls/{id} describes it.
+    expect(sse.of('call.state')[0]).toEqual(one);
+    // Events are snake_case on the wire; the call's parameters keep the caller's own keys.
+    await replay.until((e) => e.some((x) => x.event === 'call.started'));
+    expect(replay.of('call.started')[0]).toEqual({
+      type: 'call.started',
+      seq: 1,
+      at: A_STRING,
+      call_id: g.callSid,
+      gateway: 'twilio',
+      stream_id: g.streamSid,
+      flow: null,
+      parameters: { customer: 'c-42', campaign: 'spring' },
+    });
+    replay.close();
     const accepted = await post(`/calls/${g.callSid}/say`, { text: 'Queued without waiting.', wait: false });
     expect(accepted.status).toBe(202);
     await sse.until((e) => e.some((x) => x.event === 'utterance.finished'));
-    const finished = sse.of('utterance.finished')[0] as { utteranceId: string; result: { status: string } };
-    expect(finished.utteranceId).toBe(accepted.json['id']);
-    expect(finished.result.status).toBe('played');
+    const finished = sse.of('utterance.finished')[0] as Record<string, unknown>;
+    expect(finished).toMatchObject({ call_id: g.callSid, utterance_id: accepted.json['id'] });
+    // The same result serialiser as `say` answers with.
+    expect(finished['result']).toEqual({
+      status: 'played',
+      played_ms: A_NUMBER,
+      heard_text: 'Queued without waiting.',
+      first_byte_ms: A_NUMBER,
+      first_frame_ms: A_NUMBER,
+      underruns: A_NUMBER,
+    });
+    expect(sse.of('utterance.started')[0]).toMatchObject({
+      utterance_id: accepted.json['id'],
+      text: 'Queued without waiting.',
+    });
     const closed = new Promise((r) => g.ws.once('close', r));
     const del = await fetch(`${t.url}/calls/${g.callSid}`, { method: 'DELETE' });
     expect(del.status).toBe(204);
@@ -237,9 +274,9 @@ describe('the default flow over Twilio', () => {
     const sse = new SseReader(`${flowApp.url}/calls/${g.callSid}/events`);
     // The greeting: at least four seconds of speech.
     await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 20_000);
-    const greeting = sse.of('utterance.finished')[0] as { result: { status: string; playedMs: number } };
+    const greeting = sse.of('utterance.finished')[0] as { result: { status: string; played_ms: number } };
     expect(greeting.result.status).toBe('played');
-    expect(greeting.result.playedMs).toBeGreaterThanOrEqual(4000);
+    expect(greeting.result.played_ms).toBeGreaterThanOrEqual(4000);
     // The menu prompt starts; a key cuts it and is answered.
     const started = (text: string) => (e: typeof sse.events) =>
       e.some((x) => x.event === 'utterance.started' && (x.data as { text: string }).text.startsWith(text));
@@ -261,6 +298,13 @@ describe('the default flow over Twilio', () => {
     const texts = sse.of('utterance.started').map((u) => (u as { text: string }).text);
     expect(texts.at(-1)).toBe('Thank you for calling. Goodbye.');
     expect(sse.of('dtmf').map((d) => (d as { digit: string }).digit)).toEqual(['5', '#']);
+    // Flow events nest the runner's own, snake_case too.
+    expect(sse.of('flow')).toContainEqual(
+      expect.objectContaining({
+        call_id: g.callSid,
+        event: FLOW_NODE,
+      }),
+    );
     sse.close();
     g.playout.stop();
   });
@@ -467,12 +511,21 @@ describe('barge-in on the caller voice (Twilio)', () => {
     await new Promise((r) => setTimeout(r, 400));
     expect(g.received.slice(clearIndex + 1).filter((r) => r.event === 'media')).toEqual([]);
     await sse.until((e) => e.some((x) => x.event === 'barge-in'));
-    const event = sse.of('barge-in')[0] as { onsetMs: number; detectedMs: number };
+    const event = sse.of('barge-in')[0] as Record<string, unknown> & {
+      onset_ms: number;
+      detected_ms: number;
+    };
+    expect(event).toMatchObject({
+      call_id: g.callSid,
+      utterance_id: A_STRING,
+      played_ms: A_NUMBER,
+      heard_text: A_STRING,
+    });
     // The onset is placed on the caller's timeline, where the speech begins in what we sent (or at its
     // second word: "Sorry," alone is too short to count while the bot talks).
-    expect(event.onsetMs).toBeGreaterThan(onsetAt + speechOnsetMs - 100);
-    expect(event.onsetMs).toBeLessThan(onsetAt + speechOnsetMs + 800);
-    expect(event.detectedMs - event.onsetMs).toBeGreaterThan(380); // the bot was audible: 400 ms of speech
+    expect(event.onset_ms).toBeGreaterThan(onsetAt + speechOnsetMs - 100);
+    expect(event.onset_ms).toBeLessThan(onsetAt + speechOnsetMs + 800);
+    expect(event.detected_ms - event.onset_ms).toBeGreaterThan(380); // the bot was audible: 400 ms of speech
     sse.close();
     await g.close();
   });

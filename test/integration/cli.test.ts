@@ -318,16 +318,16 @@ describe('voxbridge call', () => {
     expect(flow.map((f) => f.event)).toContainEqual(
       expect.objectContaining({ node: 'menu', detail: { digits: '1', next: 'key-1' } }),
     );
-    const started = sse.of('utterance.started') as Array<{ utteranceId: string; text: string }>;
+    const started = sse.of('utterance.started') as Array<{ utterance_id: string; text: string }>;
     const answer = started.find((u) => u.text === 'You pressed one.');
     expect(answer).toBeDefined();
     const finished = sse.of('utterance.finished') as Array<{
-      utteranceId: string;
-      result: { status: string; playedMs: number };
+      utterance_id: string;
+      result: { status: string; played_ms: number };
     }>;
-    const answered = finished.find((f) => f.utteranceId === answer!.utteranceId);
+    const answered = finished.find((f) => f.utterance_id === answer!.utterance_id);
     expect(answered?.result.status).toBe('played');
-    expect(answered!.result.playedMs).toBeGreaterThan(500);
+    expect(answered!.result.played_ms).toBeGreaterThan(500);
 
     // The recording: the call's 8 s timeline, 8 kHz, with the greeting at its start and more speech after.
     const wav = parseWav(await readFile(recording));

@@ -114,11 +114,6 @@ function recordingSource(received: Uint8Array[]): SpeechSource {
     async stream(request, options) {
       const inner = await t.app.client.stream(request, options);
       return {
-        format: inner.format,
-        contentType: inner.contentType,
-        requestId: inner.requestId,
-        firstByteMs: inner.firstByteMs,
-        attempts: inner.attempts,
         cancel: (reason?: unknown) => inner.cancel(reason),
         async *[Symbol.asyncIterator]() {
           for await (const chunk of inner) {

@@ -23,6 +23,10 @@ const GUILD = '100000000000000001';
 const CHANNEL = '200000000000000001';
 const BOT = '500000000000000001';
 const MEMBER = '400000000000000001';
+/** Asymmetric matchers, typed `unknown` so they sit in expected objects without an unsafe any. */
+const A_NUMBER: unknown = expect.any(Number);
+const A_STRING: unknown = expect.any(String);
+const NAMES_THE_VOICE: unknown = expect.stringContaining('no-such-voice');
 const VOICE = 'voxbridge-default';
 
 const SETTINGS: DiscordSettings = {
@@ -398,13 +402,34 @@ describe('slash commands and the control API, joined for real', () => {
         text: '[Narrator] The torch gutters. It goes out.',
       });
       expect(said.status).toBe(200);
+      // The result shape /calls answers with too: every field there.
       expect(said.json['utterances']).toEqual([
-        expect.objectContaining({
+        {
+          id: A_STRING,
           character: 'Narrator',
           voice_id: VOICE,
           text: 'The torch gutters. It goes out.',
           status: 'played',
+          played_ms: A_NUMBER,
           heard_text: 'The torch gutters. It goes out.',
+          first_byte_ms: A_NUMBER,
+          first_frame_ms: A_NUMBER,
+          underruns: A_NUMBER,
+        },
+      ]);
+      // A failure is {code, message}, as on /calls; never a bare string.
+      const failed = await post(`/discord/guilds/${GUILD}/say`, {
+        text: 'Hello?',
+        voice_id: 'no-such-voice',
+      });
+      expect(failed.status).toBe(200);
+      expect(failed.json['utterances']).toEqual([
+        expect.objectContaining({
+          status: 'failed',
+          played_ms: 0,
+          error: { code: 'voice_not_found', message: NAMES_THE_VOICE },
+          first_byte_ms: null,
+          first_frame_ms: null,
         }),
       ]);
       expect(speech(server.received(server.ssrcOf(GUILD))).length).toBeGreaterThan(30);

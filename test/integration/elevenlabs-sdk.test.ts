@@ -1,6 +1,6 @@
 /**
  * Compatibility with a client we did not write: the official ElevenLabs SDK, pointed at the local
- * service with `xi-api-key`, as speech-api.md describes.
+ * service with `xi-api-key`, as docs/speech-service.md describes.
  */
 import { ElevenLabsClient, ElevenLabsError } from '@elevenlabs/elevenlabs-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

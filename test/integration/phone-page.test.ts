@@ -92,13 +92,13 @@ describe('the browser phone page', () => {
   it('says what the page must ask for, and when it cannot call at all', async () => {
     const config = async (t: TestApp): Promise<unknown> => (await fetch(`${t.url}/phone/config`)).json();
     expect(await config(open)).toEqual({
-      media: { path: '/media/twilio', available: true, tokenRequired: false },
-      control: { tokenRequired: false },
+      media: { path: '/media/twilio', available: true, token_required: false },
+      control: { token_required: false },
     });
     // Public even when the control API is guarded: it gives nothing away but what to ask for.
     expect(await config(guarded)).toEqual({
-      media: { path: '/media/twilio', available: true, tokenRequired: true },
-      control: { tokenRequired: true },
+      media: { path: '/media/twilio', available: true, token_required: true },
+      control: { token_required: true },
     });
     const signed = await startTestApp({}, undefined, { TWILIO_AUTH_TOKEN: 'test-twilio-auth-token' });
     const noTwilio = await startTestApp({ calls: { gateways: ['telnyx'] } });

@@ -1,4 +1,7 @@
 /**
+ * (Over 400 lines on purpose: one protocol peer, whose WebSocket and UDP halves share a session's keys
+ * and sequence numbers.)
+ *
  * A fake Discord voice server on loopback that speaks the real voice protocol (gateway v8 over a TLS
  * WebSocket, plus UDP), so the real `@discordjs/voice` connection connects to it with no Discord
  * account: Hello, Identify → Ready (ssrc, UDP port, modes), IP discovery over UDP, Select Protocol →

@@ -5,8 +5,8 @@
  */
 
 export interface PhoneConfig {
-  media: { path: string; available: boolean; reason?: string; tokenRequired: boolean };
-  control: { tokenRequired: boolean };
+  media: { path: string; available: boolean; reason?: string; token_required: boolean };
+  control: { token_required: boolean };
 }
 
 export interface VoiceInfo {
@@ -20,11 +20,25 @@ export interface FlowInfo {
   nodes: Array<{ name: string; type: string; next: string[] }>;
 }
 
-/** A call event as the control API streams it (see docs/calls.md). */
+/** A call event as the control API streams it, snake_case like the rest of it (see docs/calls.md). */
 export interface CallEvent {
   type: string;
   seq?: number;
   [field: string]: unknown;
+}
+
+/**
+ * An utterance's result, as `say` answers it and `utterance.finished` carries it (docs/calls.md). Read
+ * from the server, so each field is checked before use where a wrong type would mislead.
+ */
+export interface UtteranceResultJson {
+  status: 'played' | 'interrupted' | 'failed';
+  played_ms: number;
+  heard_text: string;
+  error?: { code: string; message: string };
+  first_byte_ms: number | null;
+  first_frame_ms: number | null;
+  underruns: number;
 }
 
 export class HttpError extends Error {

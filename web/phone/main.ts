@@ -1,9 +1,18 @@
 /**
  * The browser phone's page: call voxbridge as a gateway would, and watch the call. Wires the DOM of
  * `index.html` to a `PhoneCall` (audio and the media stream), the control API (events, say) and the
- * `Scope` (the picture).
+ * `Scope` (the picture). (Over 400 lines on purpose: this is the page's one controller, every handler
+ * of its DOM and of the call's events over the same state; the audio, the wire, the control API and
+ * the drawing are each in their own module.)
  */
-import { ControlClient, HttpError, type CallEvent, type FlowInfo, type PhoneConfig } from './control.js';
+import {
+  ControlClient,
+  HttpError,
+  type CallEvent,
+  type FlowInfo,
+  type PhoneConfig,
+  type UtteranceResultJson,
+} from './control.js';
 import { PhoneCall } from './phone-call.js';
 import { Scope } from './scope.js';
 
@@ -97,8 +106,8 @@ function option(select: HTMLSelectElement, value: string, label: string): void {
 /** Asks for the tokens the server wants; resolves once the dialog is closed. */
 async function askForTokens(): Promise<void> {
   if (!config) return;
-  $('control-token-field').hidden = !config.control.tokenRequired;
-  $('media-token-field').hidden = !config.media.tokenRequired;
+  $('control-token-field').hidden = !config.control.token_required;
+  $('media-token-field').hidden = !config.media.token_required;
   ui.controlToken.value = tokens.control ?? '';
   ui.mediaToken.value = tokens.media ?? '';
   ui.tokens.showModal();
@@ -165,7 +174,7 @@ function ms(value: unknown): string {
 
 function logEvent(event: CallEvent): void {
   const li = document.createElement('li');
-  const { type, seq: _seq, at: _at, callId: _callId, ...rest } = event;
+  const { type, seq: _seq, at: _at, call_id: _callId, ...rest } = event;
   li.textContent = `${type} ${JSON.stringify(rest)}`;
   ui.events.prepend(li);
 }
@@ -190,7 +199,7 @@ function onEvent(event: CallEvent): void {
       return;
     }
     case 'utterance.started': {
-      const id = String(event['utteranceId']);
+      const id = String(event['utterance_id']);
       const text = String(event['text']);
       const li = document.createElement('li');
       li.dataset['status'] = 'speaking';
@@ -207,7 +216,7 @@ function onEvent(event: CallEvent): void {
       return;
     }
     case 'utterance.finished':
-      finishUtterance(String(event['utteranceId']), event['result'] as Record<string, unknown>);
+      finishUtterance(String(event['utterance_id']), event['result'] as UtteranceResultJson);
       return;
     case 'barge-in':
       if (!placeBargeIn(event)) current.waitingForClear.push(event);
@@ -221,11 +230,11 @@ function onEvent(event: CallEvent): void {
   }
 }
 
-function finishUtterance(id: string, result: Record<string, unknown>): void {
+function finishUtterance(id: string, result: UtteranceResultJson): void {
   const entry = current?.utterances.get(id);
   if (!entry) return;
-  const status = String(result['status']);
-  const heard = typeof result['heardText'] === 'string' ? result['heardText'] : '';
+  const status = result.status;
+  const heard = typeof result.heard_text === 'string' ? result.heard_text : '';
   entry.li.dataset['status'] = status;
   entry.li.replaceChildren();
   if (status === 'interrupted') {
@@ -239,11 +248,10 @@ function finishUtterance(id: string, result: Record<string, unknown>): void {
   } else entry.li.append(document.createTextNode(entry.text));
   const meta = document.createElement('span');
   meta.className = 'meta';
-  const error = result['error'] as { message?: string } | undefined;
   meta.textContent =
-    `${status} · played ${ms(result['playedMs'])} · first byte ${ms(result['firstByteMs'])}` +
-    ` · first frame ${ms(result['firstFrameMs'])}` +
-    (error?.message ? ` · ${error.message}` : '');
+    `${status} · played ${ms(result.played_ms)} · first byte ${ms(result.first_byte_ms)}` +
+    ` · first frame ${ms(result.first_frame_ms)}` +
+    (result.error?.message ? ` · ${result.error.message}` : '');
   entry.li.append(meta);
 }
 
@@ -253,8 +261,8 @@ function finishUtterance(id: string, result: Record<string, unknown>): void {
  */
 function placeBargeIn(event: CallEvent): boolean {
   if (!current) return true;
-  const onsetMs = Number(event['onsetMs']);
-  const detectedMs = Number(event['detectedMs']);
+  const onsetMs = Number(event['onset_ms']);
+  const detectedMs = Number(event['detected_ms']);
   const sentAt = current.phone.sentTime(onsetMs);
   const clear = current.clears.find((c) => sentAt !== undefined && c.at >= sentAt);
   if (!clear || sentAt === undefined) return false;
@@ -359,7 +367,7 @@ async function startCall(): Promise<void> {
     });
   } catch (error) {
     // A browser is not told why an upgrade was refused; the token is the likely reason when one is set.
-    const hint = config.media.tokenRequired ? ' (check MEDIA_STREAM_TOKEN: Tokens…)' : '';
+    const hint = config.media.token_required ? ' (check MEDIA_STREAM_TOKEN: Tokens…)' : '';
     notify(`The call failed: ${(error as Error).message}${hint}`);
     setStatus('failed', 'failed');
     phone.hangup();
@@ -411,9 +419,9 @@ async function init(): Promise<void> {
     return;
   }
   if (!config.media.available) notify(config.media.reason ?? 'calls are not available');
-  ui.changeTokens.hidden = !config.control.tokenRequired && !config.media.tokenRequired;
+  ui.changeTokens.hidden = !config.control.token_required && !config.media.token_required;
   const missing =
-    (config.control.tokenRequired && !tokens.control) || (config.media.tokenRequired && !tokens.media);
+    (config.control.token_required && !tokens.control) || (config.media.token_required && !tokens.media);
   if (missing) await askForTokens();
   await loadCatalog();
   setInCall(false);

@@ -4,6 +4,7 @@
  * sample. The noise floor is the quietest window of the last second (minimum statistics): speech has
  * pauses, so it does not raise the floor, while a noisier line raises it within a second.
  */
+import { levelDbfs, SILENT_DBFS } from '../level.js';
 
 /** Opens when a window is this much above the noise floor. */
 const OPEN_ABOVE_FLOOR_DB = 9;
@@ -11,14 +12,6 @@ const OPEN_ABOVE_FLOOR_DB = 9;
 const MIN_LEVEL_DBFS = -50;
 /** Windows over which the floor is the minimum (≈ 1 s of 32 ms windows). */
 const FLOOR_WINDOWS = 32;
-const SILENT_DBFS = -120;
-
-export function levelDbfs(samples: Int16Array): number {
-  let sum = 0;
-  for (let i = 0; i < samples.length; i++) sum += samples[i]! * samples[i]!;
-  const rms = Math.sqrt(sum / Math.max(1, samples.length)) / 32768;
-  return 20 * Math.log10(Math.max(rms, 1e-6));
-}
 
 export class EnergyGate {
   private readonly levels = new Float64Array(FLOOR_WINDOWS).fill(SILENT_DBFS);

@@ -1,4 +1,4 @@
-export { EnergyGate, levelDbfs } from './energy-gate.js';
+export { EnergyGate } from './energy-gate.js';
 export { SileroModel, SileroStream, sileroModelPath, type VadSampleRate } from './silero.js';
 export {
   MAX_LAG_MS,

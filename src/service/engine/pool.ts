@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { AsyncQueue } from '../../async/queue.js';
 import { compiledModule } from '../../paths.js';
 import type { EngineVoiceParams } from '../voices/params.js';
 import { CANCEL_SLOT, type FromWorker, type SynthJob } from './protocol.js';
@@ -19,44 +20,18 @@ export class EngineError extends Error {
   override readonly name = 'EngineError';
 }
 
-/** Audio of one job, pulled by its consumer; bounded by the size of one text piece. */
-class JobChannel {
-  private readonly chunks: Int16Array[] = [];
-  private ended = false;
-  private error: Error | undefined;
-  private wake: (() => void) | undefined;
-
-  push(samples: Int16Array): void {
-    this.chunks.push(samples);
-    this.notify();
-  }
-  end(error?: Error): void {
-    this.ended = true;
-    this.error ??= error;
-    this.notify();
-  }
-  private notify(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
-  }
-  async *drain(): AsyncGenerator<Int16Array> {
-    for (;;) {
-      const next = this.chunks.shift();
-      if (next) {
-        yield next;
-        continue;
-      }
-      if (this.error) throw this.error;
-      if (this.ended) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-    }
-  }
-}
+/**
+ * Chunks of one job's audio the consumer has not pulled yet, at most. The worker cannot be paused
+ * mid-piece, so the bound is the audio of one text piece: `PIECE_MAX_CHARS` of text is under a minute
+ * of speech even at eSpeak's slowest rate, and this is ~100 s of ~100 ms chunks. A job past it is
+ * broken, not slow, and is failed.
+ */
+const MAX_QUEUED_CHUNKS = 1024;
 
 interface Job {
   readonly message: SynthJob;
-  readonly channel: JobChannel;
+  /** Audio of the job, pulled by its consumer; closed (with the error, if any) when the job ends. */
+  readonly chunks: AsyncQueue<Int16Array>;
   slot: Slot | undefined;
 }
 
@@ -134,7 +109,7 @@ export class EnginePool {
       const onAbort = (): void => this.cancel(job);
       signal.addEventListener('abort', onAbort, { once: true });
       try {
-        for await (const samples of job.channel.drain()) {
+        for await (const samples of job.chunks) {
           signal.throwIfAborted();
           yield samples;
         }
@@ -149,7 +124,7 @@ export class EnginePool {
   async close(): Promise<void> {
     this.closed = true;
     const error = new EngineError('engine pool closed');
-    for (const job of [...this.firstPieces, ...this.laterPieces]) job.channel.end(error);
+    for (const job of [...this.firstPieces, ...this.laterPieces]) job.chunks.close(error);
     this.firstPieces.length = 0;
     this.laterPieces.length = 0;
     await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
@@ -196,16 +171,21 @@ export class EnginePool {
     const job = slot.job;
     if (!job || job.message.jobId !== message.jobId) return; // a cancelled job's late chunk
     if (message.type === 'audio') {
-      job.channel.push(message.samples);
+      if (!job.chunks.tryPush(message.samples)) {
+        job.chunks.close(
+          new EngineError(`job ${job.message.jobId} produced more than ${MAX_QUEUED_CHUNKS} chunks`),
+        );
+        Atomics.store(slot.cancel, CANCEL_SLOT, job.message.jobId);
+      }
       return;
     }
     slot.job = undefined;
     job.slot = undefined;
-    if (message.type === 'failed') job.channel.end(new EngineError(`synthesis failed: ${message.message}`));
+    if (message.type === 'failed') job.chunks.close(new EngineError(`synthesis failed: ${message.message}`));
     else {
       if (message.cancelled) this.stats.cancelled++;
       else this.stats.completed++;
-      job.channel.end();
+      job.chunks.close();
     }
     this.dispatch();
   }
@@ -214,7 +194,7 @@ export class EnginePool {
     const job = slot.job;
     slot.job = undefined;
     slot.ready = false;
-    job?.channel.end(new EngineError(`engine worker exited with code ${code}`));
+    job?.chunks.close(new EngineError(`engine worker exited with code ${code}`));
     if (this.closed) return;
     this.logger?.warn({ code }, 'engine worker exited; starting a new one');
     const index = this.slots.indexOf(slot);
@@ -225,7 +205,7 @@ export class EnginePool {
     if (this.closed) throw new EngineError('engine pool closed');
     const job: Job = {
       message: { type: 'synth', jobId: this.nextJobId++, text, voice },
-      channel: new JobChannel(),
+      chunks: new AsyncQueue<Int16Array>(MAX_QUEUED_CHUNKS),
       slot: undefined,
     };
     (first ? this.firstPieces : this.laterPieces).push(job);
@@ -239,7 +219,7 @@ export class EnginePool {
       if (i >= 0) {
         queue.splice(i, 1);
         this.stats.cancelled++;
-        job.channel.end();
+        job.chunks.close();
         return;
       }
     }

@@ -179,4 +179,31 @@ describe('DiscordSink', () => {
     sink.clear();
     await expect(pending).resolves.toBeUndefined();
   });
+
+  it('whenPlayed() resolves as the player takes the packet, with no timer, and rejects on abort', async () => {
+    let current: AudioResource | undefined;
+    const manual: DiscordPlayer = { play: (r) => void (current = r), stop: () => true };
+    const sink = new DiscordSink(manual, { prebufferFrames: 1 });
+    for (let i = 0; i < 3; i++) await sink.write(silentFrame());
+    const resource = current!;
+    let played = false;
+    const waiting = sink.whenPlayed(40).then(() => (played = true));
+    await new Promise((r) => setImmediate(r));
+    // Watching the reads does not put the stream in flowing mode: the packets wait for the player.
+    expect(resource.playStream.readableLength).toBe(3);
+    expect(played).toBe(false);
+    expect(resource.read()).not.toBeNull();
+    await new Promise((r) => setImmediate(r));
+    expect(played).toBe(false);
+    expect(resource.read()).not.toBeNull();
+    // Woken by the read itself, well before the 20 ms a poll would take.
+    await new Promise((r) => setImmediate(r));
+    expect(played).toBe(true);
+    await waiting;
+    const ac = new AbortController();
+    const aborted = sink.whenPlayed(60, ac.signal);
+    ac.abort(new Error('left the channel'));
+    await expect(aborted).rejects.toThrow('left the channel');
+    sink.close();
+  });
 });

@@ -213,7 +213,7 @@ describe('runFlow', () => {
       },
     });
     expect(end).toBe('hangup');
-    expect(bodies).toEqual([{ event: 'entered', callId: 'call-1', flow: 'hooked', node: 'w' }]);
+    expect(bodies).toEqual([{ event: 'entered', call_id: 'call-1', flow: 'hooked', node: 'w' }]);
     expect(events.find((e) => e.type === 'flow.webhook')?.detail).toEqual({ error: 'connection refused' });
   });
 

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { DigitQueue } from '../../../adapters/media-stream/digit-queue.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
@@ -41,5 +42,19 @@ describe('DigitQueue', () => {
     let read = 0;
     while ((await q.next(0, signal)) !== undefined) read++;
     expect(read).toBe(64);
+  });
+
+  it("leaves no listener on the call's signal and no timer, however each wait ends", async () => {
+    const clock = new FakeClock();
+    const q = new DigitQueue(clock);
+    const call = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      const waiting = q.next(1000, call.signal);
+      if (i % 2 === 0) q.push(String(i % 10));
+      else await clock.advance(1000);
+      await waiting;
+    }
+    expect(getEventListeners(call.signal, 'abort')).toHaveLength(0);
+    expect(clock.pending).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { frameBytes } from '../../../src/audio/framer.js';
 import { PROTOCOLS } from '../../../src/protocols/index.js';
 import {
-  GATEWAY_NAMES,
+  GATEWAYS,
   type GatewayName,
   type OutboundMessage,
   type ProtocolOptions,
@@ -161,12 +161,12 @@ const ROWS: Row[] = [
 
 describe('every gateway', () => {
   it('PROTOCOLS has one module per gateway, under its own name', () => {
-    expect(Object.keys(PROTOCOLS).sort()).toEqual([...GATEWAY_NAMES].sort());
-    for (const name of GATEWAY_NAMES) expect(PROTOCOLS[name].name).toBe(name);
+    expect(Object.keys(PROTOCOLS).sort()).toEqual([...GATEWAYS].sort());
+    for (const name of GATEWAYS) expect(PROTOCOLS[name].name).toBe(name);
   });
 
   it('the table covers them all', () => {
-    expect(new Set(ROWS.map((r) => r.gateway))).toEqual(new Set(GATEWAY_NAMES));
+    expect(new Set(ROWS.map((r) => r.gateway))).toEqual(new Set(GATEWAYS));
   });
 });
 

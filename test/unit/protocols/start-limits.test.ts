@@ -6,15 +6,15 @@
  * in milliseconds. The call's parameters and ids are bounded too.
  */
 import { describe, expect, it } from 'vitest';
+import { CARRIED_FORMATS } from '../../../src/protocols/formats.js';
 import {
-  CARRIED_FORMATS,
   MAX_ID_CHARS,
   PARAMETER_LIMITS,
   checkIds,
   limitParameters,
-} from '../../../src/protocols/common.js';
+} from '../../../src/protocols/parameters.js';
 import { PROTOCOLS } from '../../../src/protocols/index.js';
-import { ProtocolError, GATEWAY_NAMES, type GatewayName } from '../../../src/protocols/types.js';
+import { ProtocolError, GATEWAYS, type GatewayName } from '../../../src/protocols/types.js';
 import { closeReason } from '../../../adapters/media-stream/close-codes.js';
 import { designResampler } from '../../../src/audio/resampler.js';
 import { json, startOf } from './fixtures.js';
@@ -80,7 +80,7 @@ function refusal(gateway: GatewayName, message: unknown): ProtocolError {
 }
 
 describe('a start message names only a format its gateway streams', () => {
-  for (const gateway of GATEWAY_NAMES) {
+  for (const gateway of GATEWAYS) {
     it(`${gateway}: refuses 1e9, 11025, 0 and non-numbers with invalid_start; takes ${GOOD_RATE[gateway]}`, () => {
       expect(
         startOf(PROTOCOLS[gateway].parse(json(START_AT[gateway](GOOD_RATE[gateway])), false)).inbound

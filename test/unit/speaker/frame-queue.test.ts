@@ -12,7 +12,7 @@ describe('FrameQueue', () => {
     const pushing = q.push(3, signal).then(() => (third = true));
     await new Promise((r) => setImmediate(r));
     expect(third).toBe(false);
-    expect(q.length).toBe(2);
+    expect(q.size).toBe(2);
     expect(await q.shift(signal)).toBe(1);
     await pushing;
     expect(third).toBe(true);
@@ -20,18 +20,19 @@ describe('FrameQueue', () => {
     expect([await q.shift(signal), await q.shift(signal), await q.shift(signal)]).toEqual([2, 3, undefined]);
   });
 
-  it('clear drops everything and frees a waiting producer; abort rejects waiters', async () => {
+  it('tells the sender when it would have to wait, and abort rejects a waiting consumer', async () => {
     const q = new FrameQueue<number>(1);
     const ac = new AbortController();
+    expect(q.empty).toBe(true);
     await q.push(1, ac.signal);
-    const pushing = q.push(2, ac.signal);
-    q.clear();
-    await pushing;
-    expect(q.length).toBe(1);
-    expect(await q.shift(ac.signal)).toBe(2);
+    expect(q.empty).toBe(false);
+    expect(await q.shift(ac.signal)).toBe(1);
     const waiting = q.shift(ac.signal);
     ac.abort(new Error('barge-in'));
     await expect(waiting).rejects.toThrow('barge-in');
+    q.close();
+    expect(q.empty).toBe(false); // closed: the sender gets undefined at once
+    expect(await q.shift()).toBeUndefined();
   });
 });
 

@@ -50,4 +50,18 @@ describe('PlayoutClock', () => {
     ac.abort(new Error('gone'));
     await expect(aborted).rejects.toThrow('gone');
   });
+
+  it('an ack that moves the estimate wakes waiters at once and cancels their timers', async () => {
+    const clock = new FakeClock();
+    const playout = new PlayoutClock(clock);
+    for (let i = 0; i < 10; i++) playout.onWrite(20);
+    let at = -1;
+    const waiting = playout.whenPlayed(200).then(() => (at = clock.now()));
+    await clock.advance(50);
+    expect(clock.pending).toBe(1);
+    playout.onAck(200); // the far end confirms everything played
+    await waiting;
+    expect(at).toBe(50);
+    expect(clock.pending).toBe(0);
+  });
 });

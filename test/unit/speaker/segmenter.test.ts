@@ -354,18 +354,6 @@ describe('segmentStream', () => {
     expect(texts(await collect(stream))).toEqual(['five']);
   });
 
-  it('merges sentences shorter than minChars with the next', async () => {
-    const parts = ['Hi. ', 'OK. How are', ' you today? ', 'Fine. Yes.'];
-    const segments = await collect(segmentStream(tokensOf(parts), { minChars: 10 }));
-    expect(texts(segments)).toEqual(['Hi. OK. How are you today?', 'Fine. Yes.']);
-    expectCovers(parts.join(''), segments);
-    // Short sentences are still cut before a clause when the limit forces a cut.
-    const short = await collect(
-      segmentStream(tokensOf(['Hi. How are you, my friend today']), { minChars: 5, maxChars: 20 }),
-    );
-    expect(texts(short)).toEqual(['Hi.', 'How are you,', 'my friend today']);
-  });
-
   it('reports offsets into the concatenation of all tokens', async () => {
     const parts = ['  ', 'Hi', '.', '\n\n', ' There', ' it is.'];
     const segments = await collect(segmentStream(tokensOf(parts)));

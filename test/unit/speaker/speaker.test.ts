@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../../src/speaker/clock.js';
-import type { SpeechSource } from '../../../src/speaker/segment-audio.js';
-import { Speaker } from '../../../src/speaker/speaker.js';
-import type { SpeechRequest, SpeechStream } from '../../../src/speech/client.js';
+import type { SpeechAudio, SpeechSource } from '../../../src/speaker/segment-audio.js';
+import { Speaker, type UtteranceState } from '../../../src/speaker/speaker.js';
+import type { SpeechRequest } from '../../../src/speech/client.js';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { RecordingSink } from '../../helpers/recording-sink.js';
@@ -40,7 +40,7 @@ class ToneSource implements SpeechSource {
     private readonly options: SourceOptions = {},
   ) {}
 
-  async stream(request: SpeechRequest, options: { signal?: AbortSignal } = {}): Promise<SpeechStream> {
+  async stream(request: SpeechRequest, options: { signal?: AbortSignal } = {}): Promise<SpeechAudio> {
     const n = this.requests.length;
     const record = { text: request.text, cancelled: false, aborted: false, finished: false };
     this.requests.push(record);
@@ -68,11 +68,6 @@ class ToneSource implements SpeechSource {
     }
     const it = chunks();
     return {
-      format: 'pcm_24000',
-      contentType: 'audio/L16',
-      requestId: `req-${n}`,
-      firstByteMs,
-      attempts: 1,
       cancel: () => {
         record.cancelled = true;
         void it.return(undefined);
@@ -256,5 +251,70 @@ describe('Speaker on a fake clock', () => {
     expect(source.requests.map((r) => r.text)).not.toContain('Too late.');
     await clock.advance(100);
     expect(clock.pending).toBe(0);
+  });
+
+  describe('utteranceStateChange', () => {
+    type Change = {
+      id: string;
+      from: string;
+      to: string;
+      oldState: UtteranceState;
+      newState: UtteranceState;
+    };
+    function record(speaker: Speaker): Change[] {
+      const changes: Change[] = [];
+      speaker.on('utteranceStateChange', (id, oldState, newState) =>
+        changes.push({ id, from: oldState.status, to: newState.status, oldState, newState }),
+      );
+      return changes;
+    }
+
+    it('reports every change with the old and the new state: queued → speaking → draining → done (played)', async () => {
+      const { clock, speaker } = setup({ durationMs: () => 400 });
+      const changes = record(speaker);
+      const handle = speaker.say('Short.');
+      await clock.advance(3000);
+      const result = await handle.result;
+      expect(changes.map((c) => [c.id, c.from, c.to])).toEqual([
+        [handle.id, 'queued', 'speaking'],
+        [handle.id, 'speaking', 'draining'],
+        [handle.id, 'draining', 'done'],
+      ]);
+      const [speaking, draining, done] = changes;
+      // Each change hands on the exact state objects: the one left is the one entered before it.
+      expect(draining!.oldState).toBe(speaking!.newState);
+      expect(done!.oldState).toBe(draining!.newState);
+      expect(done!.newState).toEqual({ status: 'done', result });
+    });
+
+    it('leaving speaking or draining aborts that phase, before the change is reported', async () => {
+      const { clock, speaker } = setup();
+      const changes = record(speaker);
+      const aborted: boolean[] = [];
+      speaker.on('utteranceStateChange', (_id, oldState) => {
+        if (oldState.status === 'speaking' || oldState.status === 'draining')
+          aborted.push(oldState.controller.signal.aborted);
+      });
+      const handle = speaker.say('This reply goes on for quite a while and is cut short.');
+      await clock.advance(500);
+      speaker.interrupt();
+      expect((await handle.result).status).toBe('interrupted');
+      expect(changes.map((c) => c.to)).toEqual(['speaking', 'done']);
+      expect(aborted).toEqual([true]);
+    });
+
+    it('a queued utterance that is cancelled goes straight to done, once', async () => {
+      const { clock, speaker } = setup();
+      const changes = record(speaker);
+      const first = speaker.say('The first one speaks for a while.');
+      const second = speaker.say('The second one never starts.');
+      await clock.advance(300);
+      await speaker.close();
+      await clock.advance(100);
+      expect(changes.filter((c) => c.id === second.id).map((c) => [c.from, c.to])).toEqual([
+        ['queued', 'done'],
+      ]);
+      expect(changes.filter((c) => c.id === first.id).map((c) => c.to)).toEqual(['speaking', 'done']);
+    });
   });
 });

@@ -1,0 +1,83 @@
+/**
+ * The IVR flow a call runs: which one (the call's `flow` parameter, else the default), the keys the
+ * caller pressed waiting for it, and its run, ended when the call ends.
+ */
+import type { Logger } from 'pino';
+import { runFlow, type FlowCall, type FlowEvent } from '../../src/flows/runner.js';
+import type { Flow } from '../../src/flows/schema.js';
+import type { Clock } from '../../src/speaker/clock.js';
+import { DigitQueue } from './digit-queue.js';
+import type { PostJson } from './webhooks.js';
+
+/**
+ * The flow named by the call's parameters, or the default one; an unknown name is logged and the
+ * default runs instead. Undefined: the call runs no flow.
+ */
+export function chooseFlow(
+  requested: string | undefined,
+  settings: { defaultFlow: string | undefined; flows: Readonly<Record<string, Flow>> },
+  log: Logger,
+): { name: string; flow: Flow } | undefined {
+  let name = requested ?? settings.defaultFlow;
+  if (requested !== undefined && !(requested in settings.flows)) {
+    log.warn({ flow: requested }, 'the call asks for an unknown flow; running the default');
+    name = settings.defaultFlow;
+  }
+  const flow = name === undefined ? undefined : settings.flows[name];
+  return name === undefined || flow === undefined ? undefined : { name, flow };
+}
+
+export interface CallFlowOptions {
+  name: string;
+  flow: Flow;
+  /** The call as the flow sees it; its keys come from here (`pushDigit`). */
+  call: Omit<FlowCall, 'nextDigit'>;
+  clock: Clock;
+  onEvent: (event: FlowEvent) => void;
+  /** Sender of the flow's own webhooks (tests inject their own). */
+  post?: PostJson;
+  log: Logger;
+}
+
+export class CallFlow {
+  readonly name: string;
+  private readonly digits: DigitQueue;
+  private readonly controller = new AbortController();
+
+  constructor(private readonly options: CallFlowOptions) {
+    this.name = options.name;
+    this.digits = new DigitQueue(options.clock);
+  }
+
+  /** Where the flow wants every call event posted, if anywhere. */
+  get webhook(): string | undefined {
+    return this.options.flow.webhook;
+  }
+
+  /** Runs the flow in the background until it hangs up, loops, or `abort()`; a failure is logged. */
+  start(): void {
+    const { name, flow, call, onEvent, post, log } = this.options;
+    const flowCall: FlowCall = {
+      id: call.id,
+      say: (text, o) => call.say(text, o),
+      nextDigit: (timeoutMs, signal) => this.digits.next(timeoutMs, signal),
+      hangup: () => call.hangup(),
+    };
+    runFlow(flow, flowCall, {
+      name,
+      signal: this.controller.signal,
+      onEvent,
+      ...(post ? { post } : {}),
+    }).catch((error: unknown) => log.error({ err: error, flow: name }, 'flow failed'));
+  }
+
+  /** A key the caller pressed, for the flow to read in order. */
+  pushDigit(digit: string): void {
+    this.digits.push(digit);
+  }
+
+  /** The call ended: the flow stops where it waits (a prompt, a key, a webhook). */
+  abort(): void {
+    this.controller.abort();
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * The calls part: the media-stream endpoints (`/media/<gateway>`, on the server's upgrades) and the
+ * control API at `/calls`, configured from `calls.*` and `flows`, with one voice-activity model for
+ * every call's barge-in and one log line per call event.
+ */
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { bargeInDetectors } from '../../../adapters/media-stream/barge-in.js';
+import type { CallEvent } from '../../../adapters/media-stream/call-events.js';
+import type { Call } from '../../../adapters/media-stream/call.js';
+import { controlApi } from '../../../adapters/media-stream/control-api.js';
+import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
+import { designResampler } from '../../audio/resampler.js';
+import { SileroModel } from '../../audio/vad/index.js';
+import type { Route } from '../../http/router.js';
+import { PROTOCOLS } from '../../protocols/index.js';
+import type { GatewayName, GatewayProtocol } from '../../protocols/types.js';
+import { systemClock } from '../../speaker/clock.js';
+import type { PhraseCache } from '../../speaker/phrase-cache.js';
+import { SPEAKER_SAMPLE_RATE, type SpeechSource } from '../../speaker/segment-audio.js';
+import type { LoadedConfig } from '../config.js';
+
+/** Sink rates of phone calls: G.711 (8 kHz) and wideband L16 (16 kHz). */
+const CALL_OUTPUT_RATES = [8000, 16_000];
+
+export interface CallsPart {
+  readonly calls: MediaStreamServer;
+  readonly routes: readonly Route[];
+  close(): Promise<void>;
+}
+
+export interface CallsPartOptions {
+  loaded: LoadedConfig;
+  server: Server;
+  guard: UpgradeGuard;
+  source: SpeechSource;
+  cache: PhraseCache;
+  logger: Logger;
+  /** Sends flow webhooks; default fetch. */
+  post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
+}
+
+export async function startCalls(options: CallsPartOptions): Promise<CallsPart> {
+  const { config, secrets } = options.loaded;
+  const { bargeIn } = config.calls;
+  // Design the resampler filters now (≈ 12 ms each the first time), not in a first call's first frames.
+  for (const rate of CALL_OUTPUT_RATES) designResampler(SPEAKER_SAMPLE_RATE, rate);
+  // One voice-activity model for every call, loaded before the first call can arrive.
+  const vad = bargeIn.enabled ? await SileroModel.load() : undefined;
+  const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
+  for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
+  const logger = options.logger.child({ part: 'calls' });
+  const calls = new MediaStreamServer({
+    server: options.server,
+    guard: options.guard,
+    protocols,
+    settings: {
+      voiceId: config.calls.voiceId,
+      leadMs: config.calls.leadMs,
+      markIntervalMs: config.calls.markIntervalMs,
+      bargeIn: bargeIn.enabled,
+      defaultFlow: config.calls.defaultFlow ?? undefined,
+      flows: config.flows,
+      protocolOptions: Object.fromEntries(
+        Object.entries(config.calls.formats).map(([g, { l16ByteOrder, ...f }]) => [
+          g,
+          { outbound: { ...f, channels: 1 as const }, ...(l16ByteOrder ? { l16ByteOrder } : {}) },
+        ]),
+      ),
+    },
+    limits: {
+      maxCalls: config.calls.maxCalls,
+      maxPendingSockets: config.calls.maxPendingSockets,
+      startTimeoutMs: config.calls.startTimeoutMs,
+      maxPayloadBytes: config.calls.maxPayloadBytes,
+      maxMessagesPerSecond: config.calls.maxMessagesPerSecond,
+    },
+    secrets: { twilioAuthToken: secrets.twilioAuthToken, mediaStreamToken: secrets.mediaStreamToken },
+    source: options.source,
+    cache: options.cache,
+    clock: systemClock,
+    logger,
+    ...(vad
+      ? {
+          detector: bargeInDetectors(vad, {
+            minSpeechMs: bargeIn.minSpeechMs,
+            minSpeechWhileAudibleMs: bargeIn.minSpeechWhileAudibleMs,
+          }),
+        }
+      : {}),
+    ...(options.post ? { post: options.post } : {}),
+  });
+  calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));
+  return {
+    calls,
+    routes: [{ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) }],
+    close: () => calls.close(),
+  };
+}
+
+/**
+ * One log line per call event (the control API's event stream), with the call's id as the event has
+ * it: the gateway's (Twilio's callSid, …) from the start message on, the id `/calls/{id}` takes; and
+ * the stream id once there is one.
+ */
+function logCallEvents(call: Call, logger: Logger): void {
+  const onEvent = (event: CallEvent): void => {
+    const { seq: _seq, at: _at, callId, type, ...fields } = event;
+    const { streamId } = call;
+    logger.info({ callId, ...(streamId === undefined ? {} : { streamId }), ...fields }, type);
+    if (type === 'call.ended') call.off('event', onEvent);
+  };
+  call.on('event', onEvent);
+}

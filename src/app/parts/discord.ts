@@ -1,0 +1,144 @@
+/**
+ * The Discord part: voice in every guild (`DiscordGuilds`), the control API at `/discord`, and the bot,
+ * which logs in only when DISCORD_TOKEN is set and only after the rest is serving, so Discord being slow
+ * or unreachable holds nothing else up.
+ */
+import type { Logger } from 'pino';
+import { DiscordBot } from '../../../adapters/discord/bot.js';
+import { discordControlApi } from '../../../adapters/discord/control-api.js';
+import { warmDiscordAudio } from '../../../adapters/discord/discord-sink.js';
+import type { GuildVoice } from '../../../adapters/discord/guild-voice.js';
+import { DiscordGuilds } from '../../../adapters/discord/guilds.js';
+import { designResampler } from '../../audio/resampler.js';
+import type { Route } from '../../http/router.js';
+import type { PhraseCache } from '../../speaker/phrase-cache.js';
+import { SPEAKER_SAMPLE_RATE } from '../../speaker/segment-audio.js';
+import type { SpeechClient } from '../../speech/client.js';
+import type { LoadedConfig } from '../config.js';
+
+/** Discord's rate: 48 kHz stereo. */
+const DISCORD_OUTPUT_RATE = 48_000;
+
+export interface DiscordPart {
+  readonly guilds: DiscordGuilds;
+  readonly routes: readonly Route[];
+  /** The bot, once logged in. */
+  bot(): DiscordBot | undefined;
+  /** Logs the bot in (when DISCORD_TOKEN is set); a failure is logged, never thrown. */
+  startBot(): void;
+  /** Leaves every guild and logs the bot out. */
+  close(): Promise<void>;
+}
+
+export async function startDiscord(options: {
+  loaded: LoadedConfig;
+  client: SpeechClient;
+  cache: PhraseCache;
+  logger: Logger;
+}): Promise<DiscordPart> {
+  const { config, secrets } = options.loaded;
+  const logger = options.logger.child({ part: 'discord' });
+  designResampler(SPEAKER_SAMPLE_RATE, DISCORD_OUTPUT_RATE);
+  const guilds = new DiscordGuilds({
+    settings: {
+      ...config.discord,
+      modelId: config.speech.modelId,
+      narration: {
+        narrator: config.discord.narration.narrator,
+        cast: Object.fromEntries(
+          Object.entries(config.discord.narration.cast).map(([name, m]) => [
+            name,
+            {
+              voiceId: m.voiceId,
+              // Only the settings the config gives (exact optional properties).
+              ...(m.voiceSettings
+                ? {
+                    voiceSettings: Object.fromEntries(
+                      Object.entries(m.voiceSettings).filter(([, v]) => v !== undefined),
+                    ),
+                  }
+                : {}),
+            },
+          ]),
+        ),
+      },
+    },
+    source: options.client,
+    cache: options.cache,
+    logger,
+  });
+  guilds.on('joined', (voice) => logGuildEvents(voice, logger.child({ guildId: voice.guildId })));
+  const token = secrets.discordToken;
+  if (token) {
+    const ms = await warmDiscordAudio();
+    logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');
+  }
+  let bot: DiscordBot | undefined;
+  let starting: Promise<void> | undefined;
+  return {
+    guilds,
+    routes: [
+      {
+        prefix: '/discord',
+        handler: discordControlApi({
+          guilds,
+          controlToken: secrets.controlToken,
+          ...(token ? { adapterCreator: (guildId: string) => bot?.adapterCreator(guildId) } : {}),
+        }),
+      },
+    ],
+    bot: () => bot,
+    startBot() {
+      if (!token || starting) return;
+      starting = DiscordBot.start({
+        token,
+        guilds,
+        listVoices: async () => (await options.client.listVoices({ pageSize: 100 })).voices,
+        commandGuildIds: config.discord.commandGuildIds,
+        logger,
+      }).then(
+        (started) => {
+          bot = started;
+        },
+        (error: unknown) =>
+          logger.error(
+            { err: error },
+            'the Discord bot could not log in (check DISCORD_TOKEN); it is not running',
+          ),
+      );
+    },
+    async close() {
+      await starting;
+      await guilds.close();
+      await bot?.close();
+    },
+  };
+}
+
+/** One log line per utterance start and end, and per barge-in, with the guild's id. */
+function logGuildEvents(voice: GuildVoice, logger: Logger): void {
+  voice.speaker.on('utteranceStart', ({ id }) => logger.info({ utteranceId: id }, 'utterance.started'));
+  voice.speaker.on('utteranceEnd', ({ id, result }) =>
+    logger.info(
+      {
+        utteranceId: id,
+        status: result.status,
+        playedMs: result.playedMs,
+        firstByteMs: result.metrics.firstByteMs,
+        underruns: result.metrics.underruns,
+        ...(result.error === undefined ? {} : { err: result.error }),
+      },
+      'utterance.finished',
+    ),
+  );
+  voice.on('bargeIn', (e) =>
+    logger.info(
+      {
+        userId: e.userId,
+        interrupted: e.interrupted,
+        afterMs: Math.round(e.decidedAtMs - e.speakingSinceMs),
+      },
+      'barge-in',
+    ),
+  );
+}

@@ -1,0 +1,109 @@
+/** One utterance of a `Speaker`: its options, its text and what of it was heard, and its lifecycle. */
+import { randomUUID } from 'node:crypto';
+import type { SpeechVoiceSettings } from '../speech/client.js';
+import { TextLedger } from './ledger.js';
+
+export interface SayOptions {
+  voiceId?: string;
+  modelId?: string;
+  voiceSettings?: SpeechVoiceSettings;
+  /** Whether barge-in may cut it (default true). `interrupt({ force: true })` cuts it anyway. */
+  interruptible?: boolean;
+  /** 'now' cuts the current utterance (when interruptible) and speaks before the queue. Default 'queue'. */
+  priority?: 'queue' | 'now';
+  /** Aborting it ends this utterance as interrupted. */
+  signal?: AbortSignal;
+}
+
+export interface UtteranceMetrics {
+  /** say() → first audio byte of the first segment (ms). */
+  firstByteMs: number | undefined;
+  /** say() → first frame handed to the sink (ms). */
+  firstFrameMs: number | undefined;
+  /** Times the sink needed a frame that was not ready. */
+  underruns: number;
+  /** Segments served by the phrase cache, and requested from the service. */
+  cachedSegments: number;
+  requestedSegments: number;
+}
+
+export interface UtteranceResult {
+  status: 'played' | 'interrupted' | 'failed';
+  /** Audio the listener heard (the sink's playout), not what was sent. */
+  playedMs: number;
+  /** The text up to what was heard, cut at a word. */
+  heardText: string;
+  error?: unknown;
+  metrics: UtteranceMetrics;
+}
+
+/**
+ * An utterance's life, one status at a time, changed only in `Utterance.setState`: queued → speaking
+ * (its frames are being produced and sent) → draining (all written, still playing at the far end) →
+ * done; any of them may go straight to done (interrupted, failed).
+ */
+export type UtteranceState =
+  | { status: 'queued' }
+  | { status: 'speaking'; controller: AbortController }
+  | { status: 'draining'; controller: AbortController }
+  | { status: 'done'; result: UtteranceResult };
+
+/** The abort reason of an utterance's work once it stops speaking or draining. */
+export const INTERRUPTED = 'interrupted';
+
+export class Utterance {
+  readonly id = randomUUID();
+  readonly createdAt = performance.now();
+  #state: UtteranceState = { status: 'queued' };
+  /** The text so far (grows while a streaming input is read). */
+  text = '';
+  readonly ledger = new TextLedger();
+  /** Sink timeline position of this utterance's first frame. */
+  startPos: number | undefined;
+  framesWritten = 0;
+  error: unknown;
+  readonly metrics: UtteranceMetrics = {
+    firstByteMs: undefined,
+    firstFrameMs: undefined,
+    underruns: 0,
+    cachedSegments: 0,
+    requestedSegments: 0,
+  };
+  #settle!: (r: UtteranceResult) => void;
+  readonly result = new Promise<UtteranceResult>((resolve) => (this.#settle = resolve));
+
+  constructor(
+    readonly input: string | AsyncIterable<string>,
+    readonly options: SayOptions,
+    /** Told of every change, after its teardown. */
+    private readonly onStateChange: (
+      u: Utterance,
+      oldState: UtteranceState,
+      newState: UtteranceState,
+    ) => void,
+  ) {
+    if (typeof input === 'string') this.text = input;
+  }
+
+  get state(): UtteranceState {
+    return this.#state;
+  }
+
+  get interruptible(): boolean {
+    return this.options.interruptible !== false;
+  }
+
+  /**
+   * The one place the state changes. Leaving speaking or draining aborts that phase's controller (a
+   * request still open, a wait for playout); entering done settles `result`. Done is final: a later
+   * change is ignored.
+   */
+  setState(next: UtteranceState): void {
+    const old = this.#state;
+    if (old.status === 'done') return;
+    this.#state = next;
+    if (old.status === 'speaking' || old.status === 'draining') old.controller.abort(INTERRUPTED);
+    if (next.status === 'done') this.#settle(next.result);
+    this.onStateChange(this, old, next);
+  }
+}

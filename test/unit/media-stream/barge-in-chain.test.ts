@@ -1,0 +1,144 @@
+/**
+ * The caller's voice → VAD → interrupt chain: audio decoded and fed in order, one inference at a time,
+ * on the inbound timeline; an onset interrupts the bot; a VAD far behind skips audio; closing stops it.
+ */
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { WireFormat } from '../../../src/audio/framer.js';
+import {
+  BargeInChain,
+  MAX_VAD_BACKLOG_MS,
+  type BargeIn,
+} from '../../../adapters/media-stream/barge-in-chain.js';
+import type { OnsetDetector } from '../../../adapters/media-stream/caller-audio.js';
+
+const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
+/** 20 ms of mu-law silence. */
+const FRAME = new Uint8Array(160).fill(0xff);
+
+interface Push {
+  samples: number;
+  timestampMs: number;
+  botAudible: boolean;
+  answer: (onset: { onsetMs: number } | undefined) => void;
+}
+
+/** A detector whose every push waits until the test answers it. */
+class ScriptedDetector implements OnsetDetector {
+  readonly pushes: Push[] = [];
+  resets = 0;
+  push(
+    samples: Int16Array,
+    info: { timestampMs: number; botAudible: boolean },
+  ): Promise<{ onsetMs: number } | undefined> {
+    return new Promise((answer) => this.pushes.push({ samples: samples.length, ...info, answer }));
+  }
+  reset(): void {
+    this.resets++;
+  }
+}
+
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+function setup(options: { speaking?: boolean; playedMs?: number; writtenMs?: number } = {}) {
+  const detector = new ScriptedDetector();
+  const bargeIns: BargeIn[] = [];
+  let interrupts = 0;
+  const speaking = options.speaking ?? true;
+  const chain = new BargeInChain({
+    detector,
+    inbound: MULAW_8K,
+    speaker: {
+      speakingId: speaking ? 'u1' : undefined,
+      interrupt: () => {
+        interrupts++;
+        return speaking
+          ? { interrupted: true, playedMs: 640, heardText: 'Hello there' }
+          : { interrupted: false, playedMs: 0, heardText: '' };
+      },
+    },
+    sink: { playedMs: () => options.playedMs ?? 100, writtenMs: () => options.writtenMs ?? 300 },
+    onBargeIn: (b) => bargeIns.push(b),
+    log: pino({ level: 'silent' }),
+  });
+  return { chain, detector, bargeIns, interrupts: () => interrupts };
+}
+
+describe('BargeInChain', () => {
+  it('feeds decoded audio in order, one inference at a time, on the inbound timeline', async () => {
+    const { chain, detector } = setup();
+    expect(chain.push(FRAME)).toBe(true);
+    expect(chain.push(FRAME)).toBe(true);
+    expect(chain.push(FRAME, 5000)).toBe(true);
+    await tick();
+    expect(detector.pushes).toHaveLength(1);
+    expect(detector.pushes[0]).toMatchObject({ samples: 160, timestampMs: 0, botAudible: true });
+    expect(chain.backlogSamples).toBe(480);
+    detector.pushes[0]!.answer(undefined);
+    await tick();
+    expect(detector.pushes).toHaveLength(2);
+    // No timestamp from the gateway: the position is the samples received before it.
+    expect(detector.pushes[1]!.timestampMs).toBe(20);
+    detector.pushes[1]!.answer(undefined);
+    await tick();
+    expect(detector.pushes[2]!.timestampMs).toBe(5000);
+    detector.pushes[2]!.answer(undefined);
+    await tick();
+    expect(chain.backlogSamples).toBe(0);
+  });
+
+  it('an onset interrupts the bot and reports what was cut', async () => {
+    const { chain, detector, bargeIns } = setup();
+    chain.push(FRAME, 1000);
+    await tick();
+    detector.pushes[0]!.answer({ onsetMs: 880 });
+    await tick();
+    expect(bargeIns).toEqual([
+      { utteranceId: 'u1', onsetMs: 880, detectedMs: 1000, playedMs: 640, heardText: 'Hello there' },
+    ]);
+  });
+
+  it('an onset with nothing to interrupt reports nothing; the bot inaudible is said to the VAD', async () => {
+    const { chain, detector, bargeIns, interrupts } = setup({
+      speaking: false,
+      playedMs: 300,
+      writtenMs: 300,
+    });
+    chain.push(FRAME);
+    await tick();
+    expect(detector.pushes[0]!.botAudible).toBe(false);
+    detector.pushes[0]!.answer({ onsetMs: 0 });
+    await tick();
+    expect(interrupts()).toBe(1);
+    expect(bargeIns).toEqual([]);
+  });
+
+  it(`skips audio once ${MAX_VAD_BACKLOG_MS} ms wait for the VAD; an empty payload is no audio`, async () => {
+    const { chain, detector } = setup();
+    const frames = MAX_VAD_BACKLOG_MS / 20;
+    for (let i = 0; i < frames; i++) expect(chain.push(FRAME)).toBe(true);
+    expect(chain.push(FRAME)).toBe(false);
+    expect(chain.push(new Uint8Array(0))).toBe(true);
+    await tick();
+    detector.pushes[0]!.answer(undefined);
+    await tick();
+    expect(chain.push(FRAME)).toBe(true);
+  });
+
+  it('close() resets the detector, and neither queued audio nor a late onset interrupts', async () => {
+    const { chain, detector, bargeIns, interrupts } = setup();
+    chain.push(FRAME);
+    chain.push(FRAME);
+    await tick();
+    chain.close();
+    expect(detector.resets).toBe(1);
+    detector.pushes[0]!.answer({ onsetMs: 0 });
+    await tick();
+    expect(detector.pushes).toHaveLength(1);
+    expect(interrupts()).toBe(0);
+    expect(bargeIns).toEqual([]);
+    expect(chain.push(FRAME)).toBe(true);
+    await tick();
+    expect(detector.pushes).toHaveLength(1);
+  });
+});
