@@ -144,8 +144,8 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         const handles = lines.map((line, index) =>
           voice.say(line.text, {
             voiceId: line.voiceId,
-            ...(line.voiceSettings ? { voiceSettings: line.voiceSettings } : {}),
-            ...(interruptible === undefined ? {} : { interruptible }),
+            voiceSettings: line.voiceSettings,
+            interruptible,
             ...(now && index === 0 ? { priority: 'now' as const } : {}),
           }),
         );

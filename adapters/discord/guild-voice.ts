@@ -55,8 +55,8 @@ export interface GuildVoiceOptions {
   source: SpeechSource;
   /** The guild's default voice. */
   voiceId: string;
-  modelId?: string;
-  cache?: PhraseCache;
+  modelId?: string | undefined;
+  cache?: PhraseCache | undefined;
   bargeIn: DiscordBargeInSettings;
   reconnect: ReconnectPolicy;
   logger: Logger;
@@ -121,8 +121,8 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
       source: options.source,
       sink: this.sink,
       voiceId: options.voiceId,
-      ...(options.modelId ? { modelId: options.modelId } : {}),
-      ...(options.cache ? { cache: options.cache } : {}),
+      modelId: options.modelId,
+      cache: options.cache,
     });
 
     this.connection = joinVoiceChannel({
@@ -189,7 +189,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     return lines.map((line) =>
       this.speaker.say(line.text, {
         voiceId: line.voiceId,
-        ...(line.voiceSettings ? { voiceSettings: line.voiceSettings } : {}),
+        voiceSettings: line.voiceSettings,
         ...options,
       }),
     );

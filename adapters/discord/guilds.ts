@@ -16,7 +16,7 @@ import { GuildVoice, type DiscordBargeInSettings } from './guild-voice.js';
 
 export interface DiscordSettings {
   voiceId: string;
-  modelId?: string;
+  modelId?: string | undefined;
   bargeIn: DiscordBargeInSettings;
   reconnect: ReconnectPolicy;
   /** Per-guild overrides, by guild id. */
@@ -29,7 +29,7 @@ export interface DiscordSettings {
 export interface DiscordGuildsOptions {
   settings: DiscordSettings;
   source: SpeechSource;
-  cache?: PhraseCache;
+  cache?: PhraseCache | undefined;
   logger: Logger;
 }
 
@@ -168,8 +168,8 @@ export class DiscordGuilds extends EventEmitter<DiscordGuildsEvents> {
       adapterCreator,
       source,
       voiceId: settings.voiceId,
-      ...(settings.modelId ? { modelId: settings.modelId } : {}),
-      ...(cache ? { cache } : {}),
+      modelId: settings.modelId,
+      cache,
       bargeIn: { ...settings.bargeIn, enabled: this.bargeInEnabled(guildId) },
       reconnect: settings.reconnect,
       logger,

@@ -35,7 +35,7 @@ export interface CallFlowOptions {
   clock: Clock;
   onEvent: (event: FlowEvent) => void;
   /** Sender of the flow's own webhooks (tests inject their own). */
-  post?: PostJson;
+  post?: PostJson | undefined;
   log: Logger;
 }
 
@@ -67,7 +67,7 @@ export class CallFlow {
       name,
       signal: this.controller.signal,
       onEvent,
-      ...(post ? { post } : {}),
+      post,
     }).catch((error: unknown) => log.error({ err: error, flow: name }, 'flow failed'));
   }
 

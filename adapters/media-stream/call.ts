@@ -44,14 +44,14 @@ export interface CallOptions {
   /** Ends the connection (after a hangup where the gateway has none, or bad input). */
   close: (code: number, reason: string) => void;
   source: SpeechSource;
-  cache?: PhraseCache;
+  cache?: PhraseCache | undefined;
   clock: Clock;
   logger: Logger;
   settings: CallSettings;
   /** Makes the call's VAD once the inbound format is known; none: no barge-in on voice. */
-  detector?: (inbound: WireFormat) => OnsetDetector;
+  detector?: ((inbound: WireFormat) => OnsetDetector) | undefined;
   /** Webhook sender for flows (tests inject their own). */
-  post?: PostJson;
+  post?: PostJson | undefined;
   /** The upgrade URL's query parameters (the `token` among them excluded). */
   urlParameters?: Readonly<Record<string, string>>;
   /**
@@ -285,7 +285,7 @@ export class Call extends EventEmitter<CallEvents> {
       sink,
       voiceId: settings.voiceId,
       clock,
-      ...(this.options.cache ? { cache: this.options.cache } : {}),
+      cache: this.options.cache,
     });
     speaker.on('utteranceEnd', ({ id, result }) =>
       this.emitEvent({ type: 'utterance.finished', utteranceId: id, result: publicResult(result) }),
@@ -309,7 +309,7 @@ export class Call extends EventEmitter<CallEvents> {
         call: { id: this.id, say: (text, o) => this.sayForFlow(text, o), hangup: () => this.hangup() },
         clock,
         onEvent: (event) => this.emitEvent({ type: 'flow', event }),
-        ...(this.options.post ? { post: this.options.post } : {}),
+        post: this.options.post,
         log: this.log,
       });
     this.setState({ status: 'active', stream, sink, speaker, bargeIn, flow });
@@ -329,7 +329,7 @@ export class Call extends EventEmitter<CallEvents> {
   ): Promise<FlowSayResult> {
     const handle = this.say(text, {
       interruptible: o.interruptible,
-      ...(o.voiceId ? { voiceId: o.voiceId } : {}),
+      voiceId: o.voiceId,
     });
     const result = await handle.result;
     return { status: result.status };

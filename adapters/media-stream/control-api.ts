@@ -104,8 +104,8 @@ async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promi
   let handle;
   try {
     handle = call.say(text, {
-      ...(voice_id ? { voiceId: voice_id } : {}),
-      ...(interruptible === undefined ? {} : { interruptible }),
+      voiceId: voice_id,
+      interruptible,
       ...(now ? { priority: 'now' as const } : {}),
     });
   } catch (error) {

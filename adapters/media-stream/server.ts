@@ -49,11 +49,11 @@ export interface MediaStreamServerOptions {
   limits: MediaStreamLimits;
   secrets: MediaAuthSecrets;
   source: SpeechSource;
-  cache?: PhraseCache;
+  cache?: PhraseCache | undefined;
   clock: Clock;
   logger: Logger;
-  detector?: (inbound: WireFormat) => OnsetDetector;
-  post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
+  detector?: ((inbound: WireFormat) => OnsetDetector) | undefined;
+  post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
 }
 
 const PATH = /^\/media\/([a-z]+)(?:\/([^/]+))?\/?$/;
@@ -202,12 +202,12 @@ export class MediaStreamServer {
       },
       close: (code, reason) => ws.close(code, closeReason(reason)),
       source: this.options.source,
-      ...(this.options.cache ? { cache: this.options.cache } : {}),
+      cache: this.options.cache,
       clock: this.options.clock,
       logger: logger.child({ gateway: protocol.name }),
       settings: this.options.settings,
-      ...(this.options.detector ? { detector: this.options.detector } : {}),
-      ...(this.options.post ? { post: this.options.post } : {}),
+      detector: this.options.detector,
+      post: this.options.post,
       urlParameters,
       admit: (stream) => this.admit(stream),
     });

@@ -32,7 +32,7 @@ export interface RunFlowOptions {
   signal: AbortSignal;
   onEvent?: (event: FlowEvent) => void;
   /** Sends a webhook (POST JSON); resolves with the HTTP status, or rejects. Default: global fetch. */
-  post?: (url: string, body: unknown, signal: AbortSignal) => Promise<number>;
+  post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
 }
 
 /** A webhook that has not answered by then is given up on; the flow goes on. */

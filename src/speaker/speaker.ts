@@ -24,9 +24,9 @@ export interface SpeakerOptions {
   sink: AudioSink;
   /** Default voice of this listener. */
   voiceId: string;
-  modelId?: string;
+  modelId?: string | undefined;
   voiceSettings?: SpeechVoiceSettings;
-  cache?: PhraseCache;
+  cache?: PhraseCache | undefined;
   clock?: Clock;
   /** Frames produced ahead of the sender, beyond the sink's lead; bounds memory per speaker. Default 1000 ms. */
   bufferMs?: number;

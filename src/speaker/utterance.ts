@@ -4,13 +4,13 @@ import type { SpeechVoiceSettings } from '../speech/client.js';
 import { TextLedger } from './ledger.js';
 
 export interface SayOptions {
-  voiceId?: string;
-  modelId?: string;
-  voiceSettings?: SpeechVoiceSettings;
+  voiceId?: string | undefined;
+  modelId?: string | undefined;
+  voiceSettings?: SpeechVoiceSettings | undefined;
   /** Whether barge-in may cut it (default true). `interrupt({ force: true })` cuts it anyway. */
-  interruptible?: boolean;
+  interruptible?: boolean | undefined;
   /** 'now' cuts the current utterance (when interruptible) and speaks before the queue. Default 'queue'. */
-  priority?: 'queue' | 'now';
+  priority?: 'queue' | 'now' | undefined;
   /** Aborting it ends this utterance as interrupted. */
   signal?: AbortSignal;
 }

@@ -88,7 +88,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
           }),
         }
       : {}),
-    ...(options.post ? { post: options.post } : {}),
+    post: options.post,
   });
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));
   return {
