@@ -15,21 +15,14 @@ export interface Route {
 
 export class Router {
   private readonly routes: Route[] = [];
-  private isReady = false;
+  /** Set by the composition root once every part is mounted; cleared when it starts shutting down. */
+  ready = false;
 
   constructor(private readonly logger: Logger) {}
 
   /** Routes are tried in the order they were mounted; the first handler that answers wins. */
   mount(...routes: readonly Route[]): void {
     this.routes.push(...routes);
-  }
-
-  get ready(): boolean {
-    return this.isReady;
-  }
-
-  set ready(value: boolean) {
-    this.isReady = value;
   }
 
   async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -41,11 +34,11 @@ export class Router {
       return;
     }
     if (url.pathname === '/healthz') {
-      sendJson(res, this.isReady ? 200 : 503, { status: this.isReady ? 'ok' : 'starting' });
+      sendJson(res, this.ready ? 200 : 503, { status: this.ready ? 'ok' : 'starting' });
       return;
     }
     // Parts mount while the process warms up; until all are there, nothing is routed.
-    if (!this.isReady) {
+    if (!this.ready) {
       sendJson(res, 503, { error: 'starting' }, { 'retry-after': '1' });
       return;
     }

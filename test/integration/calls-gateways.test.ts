@@ -8,6 +8,7 @@
  * checkpoint answer), both forms have a case. Gateways run concurrently: each test has its own call.
  * Then the upgrade's token check against malformed path segments, on an app with both secrets set.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -19,6 +20,7 @@ import { FakePlivo } from '../helpers/gateways/plivo.js';
 import { FakeTelnyx } from '../helpers/gateways/telnyx.js';
 import { FakeVonage } from '../helpers/gateways/vonage.js';
 import { SseReader } from '../../testkit/sse.js';
+import { upgradeStatus } from '../helpers/upgrade.js';
 
 /** `calls.markIntervalMs` of config/default.yaml: how far a mark-based played_ms may trail playout. */
 const MARK_INTERVAL_MS = 200;
@@ -415,48 +417,34 @@ describe.concurrent.each(CASES)('$name', (c) => {
 });
 
 describe('a malformed %-escape in the path token', () => {
-  const TOKEN = 'media-token-0123456789';
+  // Generated per run: no secret is written into the repository.
+  const TOKEN = randomBytes(12).toString('hex');
   /** Both secrets set: every gateway needs the token, Twilio a signature (or, without one, the token). */
   let locked: TestApp;
   beforeAll(async () => {
     locked = await startTestApp({ calls: { defaultFlow: null } }, undefined, {
       MEDIA_STREAM_TOKEN: TOKEN,
-      TWILIO_AUTH_TOKEN: 'twilio-auth-token-0123456789',
+      TWILIO_AUTH_TOKEN: randomBytes(12).toString('hex'),
     });
   });
   afterAll(async () => {
     await locked?.close();
   });
 
-  /** The upgrade's HTTP status (101 when the WebSocket opens); no answer within 5 s fails the test. */
-  const upgrade = (target: string, headers: Record<string, string> = {}): Promise<number> =>
-    new Promise((resolve, reject) => {
-      const ws = new WebSocket(target, { headers, handshakeTimeout: 5000 });
-      ws.once('open', () => {
-        ws.close();
-        resolve(101);
-      });
-      ws.once('unexpected-response', (_req, res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-      ws.once('error', reject);
-    });
-
   it('is no token: 401 on every gateway, never a crash, and the next valid connection is a call', async ({
     expect,
   }) => {
     const base = wsBase(locked);
     for (const gateway of ['telnyx', 'plivo', 'vonage', 'exotel', 'asterisk', 'jambonz'])
-      expect(await upgrade(`${base}/media/${gateway}/%zz`), gateway).toBe(401);
+      expect(await upgradeStatus(`${base}/media/${gateway}/%zz`), gateway).toBe(401);
     // A cut-off escape after the right token; Twilio without a signature, where the token is looked for.
-    expect(await upgrade(`${base}/media/telnyx/${TOKEN}%E0%A4%A`)).toBe(401);
-    expect(await upgrade(`${base}/media/twilio/%zz`)).toBe(401);
+    expect(await upgradeStatus(`${base}/media/telnyx/${TOKEN}%E0%A4%A`)).toBe(401);
+    expect(await upgradeStatus(`${base}/media/twilio/%zz`)).toBe(401);
     // A segment that decodes to a wrong token is refused as wrong (403). No refusal made a call.
-    expect(await upgrade(`${base}/media/telnyx/wrong%2Dtoken`)).toBe(403);
+    expect(await upgradeStatus(`${base}/media/telnyx/wrong%2Dtoken`)).toBe(403);
     expect(locked.app.calls.list()).toEqual([]);
     // The malformed segment is not there at all, so the right token in a header still opens the stream.
-    expect(await upgrade(`${base}/media/plivo/%zz`, { Authorization: `Bearer ${TOKEN}` })).toBe(101);
+    expect(await upgradeStatus(`${base}/media/plivo/%zz`, { Authorization: `Bearer ${TOKEN}` })).toBe(101);
     // The server is still up: a gateway with the token in its path gets a call.
     const g = new FakeTelnyx(`${wsBase(locked)}/media/telnyx/${TOKEN}`);
     fakes.add(g);

@@ -5,6 +5,7 @@
  * is searched for every secret. A second app, in remote mode, speaks through the first with
  * credentials in its SPEECH_BASE_URL (issue 14, finding 8: they were logged in the ready line).
  */
+import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,7 @@ const SECRETS = {
   DISCORD_TOKEN: 'MTAwMDAwMDAwMDAwMDAwMDAx.GsecrT.discord-secret-token-5c2e8a',
 };
 /** The password of the remote app's SPEECH_BASE_URL (`http://bob:<it>@…`). */
-const BASE_URL_PASSWORD = 'hunter2-PASS-6b0d4f';
+const BASE_URL_PASSWORD = randomBytes(12).toString('hex');
 
 let app: App;
 let remote: App;

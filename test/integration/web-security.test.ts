@@ -4,19 +4,21 @@
  * working (the browser phone on its own origin, a gateway that sends an Origin but carries a token, a
  * proxy with a configured host name).
  */
+import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { SAY_MAX_CHARS } from '../../src/control/say-request.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
+import { upgradeStatus } from '../helpers/upgrade.js';
 
 let open: TestApp;
 let tokens: TestApp;
 let proxied: TestApp;
-const MEDIA_TOKEN = 'web-security-media-token-1';
-const CONTROL_TOKEN = 'web-security-control-token-1';
+// Generated per run: no secret is written into the repository.
+const MEDIA_TOKEN = randomBytes(12).toString('hex');
+const CONTROL_TOKEN = randomBytes(12).toString('hex');
 
 beforeAll(async () => {
   [open, tokens, proxied] = await Promise.all([
@@ -68,22 +70,6 @@ async function liveCall(app: TestApp, path = '/media/twilio'): Promise<FakeTwili
   return g;
 }
 
-/** The upgrade's status: 101 when the WebSocket opened. */
-function upgrade(url: string, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { headers, handshakeTimeout: 5000 });
-    ws.once('open', () => {
-      ws.close();
-      resolve(101);
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
-    ws.once('error', reject);
-  });
-}
-
 describe('DNS rebinding: only our own Host names are answered', () => {
   it('refuses a foreign Host on every route, the control API and events included', async () => {
     const g = await liveCall(open);
@@ -101,9 +87,9 @@ describe('DNS rebinding: only our own Host names are answered', () => {
       }
       // The WebSocket endpoint too: a rebound page cannot start calls.
       const port = new URL(open.url).port;
-      expect(await upgrade(`ws://127.0.0.1:${port}/media/twilio`, { host: `evil.example:${port}` })).toBe(
-        403,
-      );
+      expect(
+        await upgradeStatus(`ws://127.0.0.1:${port}/media/twilio`, { host: `evil.example:${port}` }),
+      ).toBe(403);
     } finally {
       await g.close();
     }
@@ -170,19 +156,19 @@ describe('cross-site requests', () => {
 
   it('refuses a WebSocket from a foreign origin without a token; the own origin and tokens pass', async () => {
     const ws = (app: TestApp, path = '/media/twilio'): string => `${app.url.replace('http', 'ws')}${path}`;
-    expect(await upgrade(ws(open), { origin: 'https://evil.example' })).toBe(403);
-    expect(await upgrade(ws(open), { origin: 'null' })).toBe(403);
+    expect(await upgradeStatus(ws(open), { origin: 'https://evil.example' })).toBe(403);
+    expect(await upgradeStatus(ws(open), { origin: 'null' })).toBe(403);
     // The browser phone (same origin) and gateways that send no Origin.
-    expect(await upgrade(ws(open), { origin: open.url })).toBe(101);
-    expect(await upgrade(ws(open), {})).toBe(101);
+    expect(await upgradeStatus(ws(open), { origin: open.url })).toBe(101);
+    expect(await upgradeStatus(ws(open), {})).toBe(101);
     // A gateway that sends an Origin of its own works once it carries the token.
-    expect(await upgrade(ws(tokens, `/media/twilio/${MEDIA_TOKEN}`), { origin: 'https://gw.example' })).toBe(
-      101,
-    );
-    expect(await upgrade(ws(tokens), { origin: 'https://gw.example' })).toBe(401);
+    expect(
+      await upgradeStatus(ws(tokens, `/media/twilio/${MEDIA_TOKEN}`), { origin: 'https://gw.example' }),
+    ).toBe(101);
+    expect(await upgradeStatus(ws(tokens), { origin: 'https://gw.example' })).toBe(401);
     // Behind a proxy that rewrites Host to the loopback address, the page's origin is a configured name.
-    expect(await upgrade(ws(proxied), { origin: 'https://voice.example.com' })).toBe(101);
-    expect(await upgrade(ws(proxied), { origin: 'https://evil.example' })).toBe(403);
+    expect(await upgradeStatus(ws(proxied), { origin: 'https://voice.example.com' })).toBe(101);
+    expect(await upgradeStatus(ws(proxied), { origin: 'https://evil.example' })).toBe(403);
   });
 
   it('keeps the control API working for an app that sends JSON with its token', async () => {

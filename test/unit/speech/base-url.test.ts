@@ -3,14 +3,15 @@
  * nor hidden. They go out as `Authorization: Basic`, beside the key header, and are redacted from the
  * URL as logged and from every error message.
  */
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redactUrl } from '../../../src/speech/base-url.js';
 import { SpeechClient } from '../../../src/speech/client.js';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
 import { jsonError, patternBytes, startLoopback, type Handler, type Loopback } from './loopback.js';
 
-const KEY = 'sk_base_url_0123456789';
-const PASSWORD = 'hunter2-PASS';
+const KEY = randomBytes(12).toString('hex');
+const PASSWORD = randomBytes(12).toString('hex');
 
 let server: Loopback | undefined;
 let client: SpeechClient | undefined;

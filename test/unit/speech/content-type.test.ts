@@ -2,6 +2,7 @@
  * A 2xx whose Content-Type is not the requested audio (issue 14, finding 7: a service answering
  * 200 text/html had its page played as PCM noise) is a coded error, and none of its body is handed on.
  */
+import { randomBytes } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SpeechClient } from '../../../src/speech/client.js';
@@ -9,7 +10,7 @@ import { SpeechServiceError } from '../../../src/speech/errors.js';
 import { acceptsContentType, FORMAT_INFO, type OutputFormat } from '../../../src/speech/formats.js';
 import { patternBytes, startLoopback, type Loopback } from './loopback.js';
 
-const KEY = 'sk_content_type_0123456789';
+const KEY = randomBytes(12).toString('hex');
 const HTML = '<!doctype html><html><head><title>Sign in</title></head><body>Proxy login</body></html>';
 
 let server: Loopback | undefined;
