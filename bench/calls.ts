@@ -13,7 +13,7 @@ import { fmt, median, percentile, printTable } from './stats.js';
 const PROMPT =
   'Thank you for calling the benchmark line. All of our agents are busy, please stay on the line.';
 
-interface ClientReport {
+export interface ClientReport {
   type: 'report';
   lateness: number[];
   gaps: number;
@@ -29,7 +29,7 @@ interface SayAnswer {
   played_ms: number;
 }
 
-function request<T>(child: ChildProcess, message: unknown, type: string): Promise<T> {
+export function request<T>(child: ChildProcess, message: unknown, type: string): Promise<T> {
   return new Promise((resolve, reject) => {
     const onMessage = (m: { type: string; message?: string }): void => {
       if (m.type === type) {

@@ -4,7 +4,7 @@
  * Twilio does), play what they receive on an arithmetic playout clock (no timer per call), return
  * marks when the audio before them has played, and record how late each frame arrived.
  *
- * IPC: parent sends {cmd: 'open', url, calls}, gets {type: 'ready', callSids}; sends {cmd: 'report'},
+ * IPC: parent sends {cmd: 'open', url, calls, idPrefix?}, gets {type: 'ready', callSids}; sends {cmd: 'report'},
  * gets {type: 'report', ...}; sends {cmd: 'close'}.
  */
 import WebSocket from 'ws';
@@ -70,13 +70,14 @@ function onMessage(c: CallState, data: Buffer): void {
   } else c.violations++;
 }
 
-async function open(url: string, count: number): Promise<string[]> {
+/** `idPrefix` (hex digits) tells apart the calls of several load clients. */
+async function open(url: string, count: number, idPrefix = ''): Promise<string[]> {
   const pending: Array<Promise<void>> = [];
   for (let i = 0; i < count; i++) {
     const c: CallState = {
       ws: new WebSocket(url),
-      callSid: `CA${String(i).padStart(32, '0')}`,
-      streamSid: `MZ${String(i).padStart(32, '0')}`,
+      callSid: `CA${idPrefix}${String(i).padStart(32 - idPrefix.length, '0')}`,
+      streamSid: `MZ${idPrefix}${String(i).padStart(32 - idPrefix.length, '0')}`,
       playheadEnd: Number.NEGATIVE_INFINITY,
       seq: 0,
       chunk: 0,
@@ -132,9 +133,9 @@ async function open(url: string, count: number): Promise<string[]> {
   return calls.map((c) => c.callSid);
 }
 
-process.on('message', (m: { cmd: string; url?: string; calls?: number }) => {
+process.on('message', (m: { cmd: string; url?: string; calls?: number; idPrefix?: string }) => {
   if (m.cmd === 'open') {
-    open(m.url!, m.calls!).then(
+    open(m.url!, m.calls!, m.idPrefix).then(
       (callSids) => process.send!({ type: 'ready', callSids }),
       (error: unknown) => process.send!({ type: 'error', message: (error as Error).message }),
     );

@@ -46,7 +46,8 @@ export interface DiscordControlOptions {
   adapterCreator?: (guildId: string) => DiscordGatewayAdapterCreator | undefined;
 }
 
-function describe(voice: GuildVoice, guilds: DiscordGuilds): Record<string, unknown> {
+/** A guild as `GET /discord/guilds/{id}` answers it (and the list, item by item). */
+export function describeGuild(voice: GuildVoice, guilds: DiscordGuilds): Record<string, unknown> {
   return {
     guild_id: voice.guildId,
     channel_id: voice.channelId,
@@ -70,7 +71,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
     if (parts[0] !== 'guilds') return false;
     if (parts.length === 1) {
       if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
-      sendJson(res, 200, { guilds: guilds.list().map((v) => describe(v, guilds)) });
+      sendJson(res, 200, { guilds: guilds.list().map((v) => describeGuild(v, guilds)) });
       return true;
     }
     const guildId = parts[1]!;
@@ -86,7 +87,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
       case '': {
         const voice = guilds.get(guildId);
         if (!voice) return notInVoice();
-        if (method === 'GET') sendJson(res, 200, describe(voice, guilds));
+        if (method === 'GET') sendJson(res, 200, describeGuild(voice, guilds));
         else if (method === 'DELETE') {
           await guilds.leave(guildId);
           res.writeHead(204).end();
@@ -113,7 +114,7 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         }
         try {
           const voice = await guilds.join(guildId, parsed.data.channel_id, adapter);
-          sendJson(res, 200, describe(voice, guilds));
+          sendJson(res, 200, describeGuild(voice, guilds));
         } catch (error) {
           sendJson(res, 502, { error: `could not connect: ${(error as Error).message}` });
         }

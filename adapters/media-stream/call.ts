@@ -351,6 +351,15 @@ export class Call extends EventEmitter<CallEvents> {
     return state.speaker.interrupt();
   }
 
+  /**
+   * Closes the connection with `refusal`'s code and reason and ends the call: for a call that must not
+   * go on here (another instance of the cluster already holds its id).
+   */
+  drop(refusal: CallRefusal): void {
+    if (this.#state.status === 'ended') return;
+    this.refuse(refusal, { callId: this.id });
+  }
+
   /** Hangs up where the gateway can, else closes the connection; the call ends either way. */
   async hangup(): Promise<void> {
     const state = this.#state;

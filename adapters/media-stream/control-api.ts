@@ -28,7 +28,7 @@ function formatJson(format: WireFormat | undefined): Record<string, unknown> | n
 }
 
 /** A call as `GET /calls/{id}` answers it and the event stream's `call.state` snapshot carries it. */
-function describe(call: Call): Record<string, unknown> {
+export function describeCall(call: Call): Record<string, unknown> {
   const stream = call.stream;
   return {
     id: call.id,
@@ -56,7 +56,7 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
     if (!parts) return sendBadPath(res);
     if (parts.length === 0) {
       if (method !== 'GET') return sendMethodNotAllowed(res, 'GET');
-      sendJson(res, 200, { calls: calls.list().map(describe) });
+      sendJson(res, 200, { calls: calls.list().map(describeCall) });
       return true;
     }
     const call = calls.get(parts[0]!);
@@ -67,7 +67,7 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
     const action = parts.slice(1).join('/');
     switch (action) {
       case '':
-        if (method === 'GET') sendJson(res, 200, describe(call));
+        if (method === 'GET') sendJson(res, 200, describeCall(call));
         else if (method === 'DELETE') {
           await call.hangup();
           res.writeHead(204).end();
@@ -138,7 +138,7 @@ function resumeAfter(req: IncomingMessage, url: URL): number | undefined {
 function events(call: Call, req: IncomingMessage, res: ServerResponse, url: URL): void {
   const stream = new EventStream(req, res);
   // A snapshot first, so a late subscriber knows where the call stands; then what it missed, if asked.
-  stream.send('call.state', describe(call));
+  stream.send('call.state', describeCall(call));
   const after = resumeAfter(req, url);
   const missed = after === undefined ? [] : call.eventsAfter(after);
   for (const event of missed) if (!stream.send(event.type, toWire(event), event.seq)) return;

@@ -17,6 +17,7 @@ import type { LoadedConfig } from './config.js';
 import { startHttpServer } from './http-server.js';
 import { VoxbridgeMetrics } from './metrics.js';
 import { startCalls } from './parts/calls.js';
+import { instanceHost, startCluster, type ClusterPart } from './parts/cluster.js';
 import { startDiscord } from './parts/discord.js';
 import { startSpeech } from './parts/speech.js';
 import { phonePageRoutes } from './phone-page.js';
@@ -38,6 +39,8 @@ export interface App {
   readonly connections: ConnectionLimit;
   /** The bot, once logged in (only when DISCORD_TOKEN is set). */
   readonly discordBot: () => DiscordBot | undefined;
+  /** This instance in its cluster, when REDIS_URL is set. */
+  readonly cluster: ClusterPart | undefined;
   /**
    * Stops accepting, lets what is being said finish for up to `graceMs` (default 0), then interrupts
    * it, hangs up every call, leaves Discord voice and closes the speech service.
@@ -54,8 +57,15 @@ export interface StartOptions {
 export async function startApp(loaded: LoadedConfig, options: StartOptions): Promise<App> {
   const { config, secrets } = loaded;
   const { logger } = options;
-  // Listening first: `/healthz` answers 503 while the parts warm up.
-  const http = await startHttpServer(config.server, logger);
+  // Listening first: `/healthz` answers 503 while the parts warm up. Other instances of a cluster
+  // reach this one by a name its Host check must let in.
+  const peerHost = instanceHost(config);
+  const http = await startHttpServer(
+    peerHost === undefined
+      ? config.server
+      : { ...config.server, allowedHosts: [...config.server.allowedHosts, peerHost] },
+    logger,
+  );
   let speech;
   try {
     speech = await startSpeech(loaded, http.url, logger);
@@ -64,25 +74,46 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     throw error;
   }
   const { client } = speech;
-  // Repeated prompts, shared by every call and guild.
-  const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes });
-  const calls = await startCalls({
-    loaded,
-    server: http.server,
-    guard: http.guard,
-    source: client,
-    cache,
-    logger,
-    post: options.post,
-  });
-  const discord = await startDiscord({ loaded, client, cache, logger });
+  const cluster = startCluster(loaded, http.url, logger);
+  // Repeated prompts, shared by every call and guild (and, in a cluster, by every instance).
+  const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes, shared: cluster?.phrases });
+  let calls, discord;
+  try {
+    calls = await startCalls({
+      loaded,
+      server: http.server,
+      guard: http.guard,
+      source: client,
+      cache,
+      logger,
+      post: options.post,
+    });
+    discord = await startDiscord({ loaded, client, cache, logger });
+  } catch (error) {
+    await calls?.close();
+    await cluster?.close();
+    await http.close();
+    await speech.close();
+    throw error;
+  }
   const metrics = new VoxbridgeMetrics({
     activeCalls: () => calls.calls.list().length,
     activeGuilds: () => discord.guilds.list().length,
     engineQueueDepth: () => speech.service?.engineQueueDepth,
+    cluster:
+      cluster &&
+      (() => ({ ...cluster.status(), ...cluster.forwarder.stats, phrases: cluster.phrases?.stats })),
   });
   calls.calls.onCall((call) => metrics.watchCall(call));
   discord.guilds.on('joined', (voice) => metrics.watchGuild(voice));
+  // The cluster's routes come first: they pass on what another instance holds.
+  if (cluster) {
+    http.router.mount(...cluster.mount({ calls: calls.calls, guilds: discord.guilds }));
+    http.router.health = () => {
+      const status = cluster.status();
+      return { status: status.status, cluster: status };
+    };
+  }
   http.router.mount(
     ...speech.routes,
     ...calls.routes,
@@ -114,9 +145,12 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     metrics,
     connections: http.connections,
     discordBot: () => discord.bot(),
+    cluster,
     async close({ graceMs = 0 } = {}) {
       http.router.ready = false;
       calls.calls.stopAccepting();
+      // Out of the cluster first: the others stop sending requests here at once.
+      await cluster?.close();
       const busy = (): boolean =>
         calls.calls.speaking || discord.guilds.list().some((v) => v.speaker.audible || v.speaker.queued > 0);
       const deadline = performance.now() + graceMs;

@@ -168,6 +168,42 @@ export const configSchema = z.strictObject({
   }),
   flows: flowsSchema,
   discord: discordSchema,
+  cluster: z
+    .strictObject({
+      /** REDIS_URL: null runs one instance, as without a cluster. */
+      redisUrl: z.url({ protocol: /^rediss?$/ }).nullable(),
+      /** INSTANCE_ID; null: `<hostname>-<pid>`. */
+      instanceId: z
+        .string()
+        .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" and "-", at most 64')
+        .nullable(),
+      /** INSTANCE_URL, the URL other instances reach this one at; null: the address it listens on. */
+      instanceUrl: z.url({ protocol: /^https?$/ }).nullable(),
+      keyPrefix: z.string().regex(/^[A-Za-z0-9:._-]{0,64}$/, 'letters, digits, ":", ".", "_" and "-"'),
+      heartbeatMs: z.number().int().min(100).max(60_000),
+      ttlMs: z.number().int().min(300).max(300_000),
+      /** Connecting to another instance: past this it counts as unreachable (503). */
+      connectTimeoutMs: z.number().int().min(50).max(30_000),
+      phraseCache: z.strictObject({
+        enabled: z.boolean(),
+        maxEntryBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(64 * 1024 * 1024),
+        ttlSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(30 * 86_400),
+        /** A lookup slower than this counts as a miss (the speech service is asked). */
+        timeoutMs: z.number().int().min(1).max(5000),
+      }),
+    })
+    .superRefine((c, ctx) => {
+      if (c.ttlMs < 2 * c.heartbeatMs)
+        ctx.addIssue({ code: 'custom', path: ['ttlMs'], message: 'must be at least twice heartbeatMs' });
+    }),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -186,6 +222,8 @@ export interface Secrets {
   controlToken: string | undefined;
   /** The Discord bot's token: the bot runs when it is set. */
   discordToken: string | undefined;
+  /** What instances of one cluster prove to each other on a forwarded request (CLUSTER_TOKEN, else the control token). */
+  clusterToken: string | undefined;
 }
 
 /**
@@ -205,6 +243,10 @@ function checkExposure(config: Config, secrets: Secrets): void {
         (unprotected.includes('twilio')
           ? ' or, for Twilio alone, TWILIO_AUTH_TOKEN with calls.gateways: [twilio]'
           : ''),
+    );
+  if (config.cluster.redisUrl !== null && !secrets.clusterToken)
+    missing.push(
+      'CLUSTER_TOKEN (or CONTROL_TOKEN: the secret instances forward requests to each other with)',
     );
   if (missing.length > 0)
     throw new ConfigError(
@@ -261,6 +303,11 @@ function envOverrides(env: Env): Record<string, unknown> {
   if (env['SPEECH_BASE_URL']) o['speech'] = { baseUrl: env['SPEECH_BASE_URL'].replace(/\/+$/, '') };
   if (env['DATA_DIR']) o['dataDir'] = env['DATA_DIR'];
   if (env['LOG_LEVEL']) o['logLevel'] = env['LOG_LEVEL'];
+  const cluster: Record<string, unknown> = {};
+  if (env['REDIS_URL']) cluster['redisUrl'] = env['REDIS_URL'];
+  if (env['INSTANCE_ID']) cluster['instanceId'] = env['INSTANCE_ID'];
+  if (env['INSTANCE_URL']) cluster['instanceUrl'] = env['INSTANCE_URL'].replace(/\/+$/, '');
+  if (Object.keys(cluster).length) o['cluster'] = cluster;
   return o;
 }
 
@@ -311,6 +358,7 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     mediaStreamToken: env['MEDIA_STREAM_TOKEN'] || undefined,
     controlToken: env['CONTROL_TOKEN'] || undefined,
     discordToken: env['DISCORD_TOKEN'] || undefined,
+    clusterToken: env['CLUSTER_TOKEN'] || env['CONTROL_TOKEN'] || undefined,
   };
   checkExposure(config, secrets);
   return { config, secrets };

@@ -18,6 +18,16 @@ export interface MetricsSources {
   activeGuilds(): number;
   /** Jobs waiting for a local engine worker (undefined: no embedded service). */
   engineQueueDepth(): number | undefined;
+  /** This instance's view of its cluster; undefined (no cluster metrics) without REDIS_URL. */
+  cluster?: (() => ClusterMetrics) | undefined;
+}
+
+export interface ClusterMetrics {
+  registry: 'ok' | 'unreachable';
+  instances: number;
+  forwarded: number;
+  unreachable: number;
+  phrases: { hits: number; misses: number; errors: number } | undefined;
 }
 
 /** Seconds: from a cached phrase (a few ms) to a slow remote service (seconds). */
@@ -66,6 +76,50 @@ export class VoxbridgeMetrics {
         this.set(sources.engineQueueDepth() ?? 0);
       },
     });
+    const cluster = sources.cluster;
+    if (cluster) {
+      new Gauge({
+        name: 'voxbridge_cluster_registry_up',
+        help: 'Whether the cluster registry (Redis) is reachable: 0 means degraded (local calls go on)',
+        registers,
+        collect() {
+          this.set(cluster().registry === 'ok' ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'voxbridge_cluster_instances',
+        help: 'Live instances of the cluster as this one last saw them',
+        registers,
+        collect() {
+          this.set(cluster().instances);
+        },
+      });
+      new Counter({
+        name: 'voxbridge_cluster_forwarded_total',
+        help: 'Control requests passed on to the instance holding their call or guild, by outcome',
+        labelNames: ['outcome'],
+        registers,
+        collect() {
+          const c = cluster();
+          this.reset();
+          this.inc({ outcome: 'answered' }, c.forwarded);
+          this.inc({ outcome: 'unreachable' }, c.unreachable);
+        },
+      });
+      new Counter({
+        name: 'voxbridge_shared_phrase_lookups_total',
+        help: "Phrase lookups in the cluster's shared cache (Redis), by result",
+        labelNames: ['result'],
+        registers,
+        collect() {
+          const p = cluster().phrases;
+          this.reset();
+          this.inc({ result: 'hit' }, p?.hits ?? 0);
+          this.inc({ result: 'miss' }, p?.misses ?? 0);
+          this.inc({ result: 'error' }, p?.errors ?? 0);
+        },
+      });
+    }
     this.utterances = new Counter({
       name: 'voxbridge_utterances_total',
       help: 'Utterances ended, by adapter and outcome (played, interrupted, failed)',

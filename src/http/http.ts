@@ -49,10 +49,13 @@ export function bearerAuthorized(req: IncomingMessage, token: string | undefined
   if (token === undefined) return true;
   const header = req.headers.authorization ?? '';
   const m = /^Bearer\s+(.+)$/i.exec(header);
-  if (!m) return false;
-  // Compare digests: equal length, constant time.
-  const a = createHash('sha256').update(m[1]!).digest();
-  const b = createHash('sha256').update(token).digest();
+  return m !== null && secretEquals(m[1]!, token);
+}
+
+/** Whether `given` is `secret`, in time that does not depend on where they differ (digests compared). */
+export function secretEquals(given: string, secret: string): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(secret).digest();
   return timingSafeEqual(a, b);
 }
 

@@ -17,6 +17,11 @@ export class Router {
   private readonly routes: Route[] = [];
   /** Set by the composition root once every part is mounted; cleared when it starts shutting down. */
   ready = false;
+  /**
+   * More to say in `/healthz` once ready (a cluster's state): its `status` replaces `ok` (`degraded`
+   * still answers 200: the instance serves what it holds).
+   */
+  health: (() => { status: string } & Record<string, unknown>) | undefined;
 
   constructor(private readonly logger: Logger) {}
 
@@ -34,7 +39,8 @@ export class Router {
       return;
     }
     if (url.pathname === '/healthz') {
-      sendJson(res, this.ready ? 200 : 503, { status: this.ready ? 'ok' : 'starting' });
+      if (!this.ready) sendJson(res, 503, { status: 'starting' });
+      else sendJson(res, 200, this.health?.() ?? { status: 'ok' });
       return;
     }
     // Parts mount while the process warms up; until all are there, nothing is routed.

@@ -73,7 +73,7 @@ export async function openSegment(
     text: segment.text,
     outputFormat: SPEAKER_FORMAT,
   };
-  const cached = cache?.get(key);
+  const cached = await cache?.lookup(key);
   if (cached) return { segment, chunks: replay(cached), fromCache: true };
   const audio = await source.stream(
     { ...request, text: segment.text, outputFormat: SPEAKER_FORMAT },

@@ -14,7 +14,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['src/paths.ts', 'src/types', 'src/async', 'src/audio', 'src/http'],
   ['src/protocols', 'src/speech', 'src/flows'],
   ['src/speaker'],
-  ['src/control'],
+  ['src/control', 'src/cluster'],
   ['src/service', 'adapters/media-stream', 'adapters/discord'],
   ['src/app', 'src/cli', 'src/index.ts', 'web'],
   ['testkit', 'examples'],

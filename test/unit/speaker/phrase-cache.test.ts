@@ -28,7 +28,7 @@ describe('PhraseCache', () => {
     ]);
     expect(cache.get(key('hello', { voiceId: 'v2' }))).toBeUndefined();
     expect(cache.get(key('hello', { outputFormat: 'wav_24000' }))).toBeUndefined();
-    expect(cache.stats).toEqual({ hits: 1, misses: 3, evictions: 0 });
+    expect(cache.stats).toEqual({ hits: 1, misses: 3, evictions: 0, sharedHits: 0, sharedMisses: 0 });
     expect(cache.sizeBytes).toBe(30);
     expect(cache.entries).toBe(1);
   });

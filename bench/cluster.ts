@@ -1,0 +1,203 @@
+/**
+ * Two instances on one Redis, each holding N Twilio calls (each instance a real process, as
+ * `npm start` runs it, with its gateways in a process of their own). Every call is sent its `say`
+ * through the instance that does NOT hold it, and the same load is run on one instance without Redis
+ * for comparison: frame lateness and underruns, the hop's added latency, Redis commands per call.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createClient } from '@redis/client';
+import { startInstance, type Instance } from '../testkit/instance.js';
+import { TestRedis } from '../testkit/redis.js';
+import { request, type ClientReport } from './calls.js';
+import { fmt, median, percentile, printTable } from './stats.js';
+
+const PROMPT =
+  'Thank you for calling the benchmark line. All of our agents are busy, please stay on the line.';
+const TOKEN = randomBytes(18).toString('base64url');
+const HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+
+interface Holder {
+  instance: Instance;
+  client: ChildProcess;
+  callSids: string[];
+}
+
+async function say(url: string, id: string, text: string, wait: boolean): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}/calls/${id}/say`, {
+    method: 'POST',
+    headers: HEADERS,
+    body: JSON.stringify({ text, wait }),
+  });
+  const body = (await res.json()) as Record<string, unknown>;
+  if (res.status >= 300) throw new Error(`say answered ${res.status}: ${JSON.stringify(body)}`);
+  return body;
+}
+
+async function hold(
+  id: string,
+  env: Record<string, string>,
+  calls: number,
+  idPrefix: string,
+): Promise<Holder> {
+  const instance = await startInstance(
+    id,
+    { CONTROL_TOKEN: TOKEN, LOG_LEVEL: 'warn', ...env },
+    { calls: { defaultFlow: null, maxCalls: calls + 10 }, server: { shutdownGraceMs: 0 } },
+  );
+  const client = fork(fileURLToPath(new URL('./load-client.js', import.meta.url)), { stdio: 'inherit' });
+  const { callSids } = await request<{ callSids: string[] }>(
+    client,
+    { cmd: 'open', url: `${instance.url.replace('http:', 'ws:')}/media/twilio`, calls, idPrefix },
+    'ready',
+  );
+  // Every call started (listed by its own instance).
+  for (;;) {
+    const res = await fetch(`${instance.url}/calls`, { headers: HEADERS });
+    const list = (await res.json()) as { calls: Array<{ id: string; status: string; instance?: string }> };
+    const mine = list.calls.filter((c) => c.status === 'active' && (c.instance ?? id) === id);
+    if (mine.length >= calls) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { instance, client, callSids };
+}
+
+async function release(h: Holder): Promise<void> {
+  h.client.send({ cmd: 'close' });
+  await once(h.client, 'exit');
+  await h.instance.kill('SIGTERM');
+}
+
+/** Every call says PROMPT (cached), its say sent to `via(holder)`; the gateways' report after. */
+async function speakAll(
+  holders: Holder[],
+  via: (h: Holder) => string,
+): Promise<{ row: string[]; seconds: number }> {
+  for (const h of holders) await request<ClientReport>(h.client, { cmd: 'report' }, 'report');
+  const t0 = performance.now();
+  const answers = await Promise.all(
+    holders.flatMap((h) => h.callSids.map((id) => say(via(h), id, PROMPT, true))),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const reports = await Promise.all(
+    holders.map((h) => request<ClientReport>(h.client, { cmd: 'report' }, 'report')),
+  );
+  const lateness = reports.flatMap((r) => r.lateness);
+  const underruns = answers.reduce((n, a) => n + (Number(a['underruns']) || 0), 0);
+  const failed = answers.filter((a) => a['status'] !== 'played').length;
+  return {
+    seconds,
+    row: [
+      fmt(percentile(lateness, 50), 1),
+      fmt(percentile(lateness, 99), 1),
+      `${underruns} / ${reports.reduce((n, r) => n + r.gaps, 0)}`,
+      `${failed} failed, ${reports.reduce((n, r) => n + r.violations, 0)} violations`,
+    ],
+  };
+}
+
+/** Sequential `say` (wait: false) to each call, direct and through the other instance, interleaved. */
+async function hopLatency(holders: Holder[]): Promise<{ direct: number[]; hop: number[] }> {
+  const direct: number[] = [];
+  const hop: number[] = [];
+  for (const [i, h] of holders.entries()) {
+    const other = holders[(i + 1) % holders.length]!;
+    for (const id of h.callSids) {
+      for (const [url, into] of [
+        [h.instance.url, direct],
+        [other.instance.url, hop],
+      ] as const) {
+        const t0 = performance.now();
+        await say(url, id, 'One moment.', false);
+        into.push(performance.now() - t0);
+      }
+    }
+    // Stop what was queued before the next instance's turn.
+    await Promise.all(
+      h.callSids.map((id) =>
+        fetch(`${h.instance.url}/calls/${id}/interrupt`, { method: 'POST', headers: HEADERS, body: '{}' }),
+      ),
+    );
+  }
+  return { direct, hop };
+}
+
+async function redisCommands(url: string): Promise<number> {
+  const c = createClient({ url });
+  await c.connect();
+  const info = await c.info('stats');
+  c.destroy();
+  return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? NaN);
+}
+
+export async function benchCluster(callsPerInstance = 250): Promise<void> {
+  const rows: string[][] = [];
+  // One instance, no Redis: the baseline.
+  const solo = await hold('solo', {}, callsPerInstance, '1');
+  try {
+    await say(solo.instance.url, solo.callSids[0]!, PROMPT, true); // warm the phrase cache
+    const { row } = await speakAll([solo], (h) => h.instance.url);
+    rows.push([`1 instance, no Redis`, String(callsPerInstance), 'to the holder', ...row]);
+  } finally {
+    await release(solo);
+  }
+  console.log('  one instance done');
+
+  const redis = await TestRedis.start();
+  const holders: Holder[] = [];
+  try {
+    holders.push(await hold('a', { REDIS_URL: redis.url }, callsPerInstance, '2'));
+    holders.push(await hold('b', { REDIS_URL: redis.url }, callsPerInstance, '3'));
+    const [a, b] = holders as [Holder, Holder];
+    const other = (h: Holder): string => (h === a ? b : a).instance.url;
+    await say(a.instance.url, a.callSids[0]!, PROMPT, true); // warm a's cache; b finds it in Redis
+    await say(b.instance.url, b.callSids[0]!, PROMPT, true);
+    const idle0 = await redisCommands(redis.url);
+    const idleT0 = performance.now();
+    await new Promise((r) => setTimeout(r, 5000));
+    const idleRate = (((await redisCommands(redis.url)) - idle0 - 1) / (performance.now() - idleT0)) * 1000;
+    const c0 = await redisCommands(redis.url);
+    const { row, seconds } = await speakAll(holders, other);
+    const commands = (await redisCommands(redis.url)) - c0 - 1;
+    const n = 2 * callsPerInstance;
+    rows.push([`2 instances on Redis`, String(n), 'through the other', ...row]);
+    console.log('  two instances done');
+    const { direct, hop } = await hopLatency(holders);
+    printTable(
+      'Cluster: cached prompt on every call at once (gateways in their own processes)',
+      [
+        'deployment',
+        'calls',
+        'say sent',
+        'lateness p50 ms',
+        'p99 ms',
+        'underruns (speaker / gateway gaps)',
+        'errors',
+      ],
+      rows,
+    );
+    printTable(
+      `Cluster: control API say (wait: false) to a call, ${direct.length} of each, interleaved`,
+      ['sent to', 'p50 ms', 'p99 ms'],
+      [
+        ['the instance holding the call', fmt(median(direct), 2), fmt(percentile(direct, 99), 2)],
+        ['the other instance (one hop)', fmt(median(hop), 2), fmt(percentile(hop, 99), 2)],
+        [
+          'added by the hop',
+          fmt(median(hop) - median(direct), 2),
+          fmt(percentile(hop, 99) - percentile(direct, 99), 2),
+        ],
+      ],
+    );
+    console.log(
+      `Redis: ${fmt(commands / seconds / n, 3)} commands per second per call while ${n} calls speak ` +
+        `(${commands} commands in ${fmt(seconds, 1)} s: say lookups, phrase lookups, heartbeats); ` +
+        `idle (calls connected, nothing said): ${fmt(idleRate / n, 4)} per second per call (${fmt(idleRate, 1)} per second in all)`,
+    );
+  } finally {
+    for (const h of holders) await release(h);
+    await redis.stop();
+  }
+}

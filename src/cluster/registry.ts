@@ -1,0 +1,267 @@
+/**
+ * Who holds what, in Redis: every instance (its id and the URL the others reach it at) and the calls
+ * and guilds each holds. An instance renews its own entry every `heartbeatMs`; the entry expires
+ * `ttlMs` after the last renewal, so a killed instance leaves every view within `ttlMs + heartbeatMs`.
+ * A graceful stop removes its entries at once.
+ *
+ * Keys (under the configured prefix):
+ *   instance:{id}   JSON {id, url, started_at}, expiring          (one per instance)
+ *   instances       set of instance ids                            (pruned of expired ones)
+ *   calls, guilds   hashes: call or guild id → instance id        (pruned of dead owners)
+ *
+ * When a renewal finds its entry gone (Redis restarted, or this process was paused past the TTL), the
+ * instance writes everything it holds again: a restarted Redis is repopulated within one heartbeat.
+ * What must arrive never rides on pub/sub (which drops messages to absent subscribers): lookups read
+ * the hashes, and requests are forwarded over HTTP, which answers or fails.
+ */
+import type { Logger } from 'pino';
+import type { RedisConnection } from './redis.js';
+
+export type HoldingKind = 'calls' | 'guilds';
+
+export interface InstanceInfo {
+  readonly id: string;
+  /** `http://host:port`, where the other instances send requests for what this one holds. */
+  readonly url: string;
+  readonly startedAt: string;
+}
+
+export type ClaimResult = { readonly ok: true } | { readonly ok: false; readonly owner: InstanceInfo };
+
+export interface RegistryOptions {
+  redis: RedisConnection;
+  self: InstanceInfo;
+  keyPrefix: string;
+  heartbeatMs: number;
+  ttlMs: number;
+  logger: Logger;
+}
+
+/** Deletes a holding only if this instance still holds it (another may have taken it over). */
+const RELEASE_SCRIPT = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
+
+function parseInstance(json: string | null | undefined): InstanceInfo | undefined {
+  if (!json) return undefined;
+  try {
+    const v = JSON.parse(json) as { id?: unknown; url?: unknown; started_at?: unknown };
+    if (typeof v.id !== 'string' || typeof v.url !== 'string') return undefined;
+    return { id: v.id, url: v.url, startedAt: typeof v.started_at === 'string' ? v.started_at : '' };
+  } catch {
+    return undefined;
+  }
+}
+
+export class ClusterRegistry {
+  private readonly held: Record<HoldingKind, Set<string>> = { calls: new Set(), guilds: new Set() };
+  /** Live instances as of the last heartbeat, this one included. */
+  private live = new Map<string, InstanceInfo>();
+  private timer: NodeJS.Timeout | undefined;
+  private beats = 0;
+  private stopped = false;
+  private readonly keys: {
+    readonly self: string;
+    readonly instances: string;
+    readonly sweep: string;
+    instance(id: string): string;
+    holdings(kind: HoldingKind): string;
+  };
+  private readonly onUp = (): void => void this.heartbeat();
+
+  constructor(private readonly options: RegistryOptions) {
+    const p = options.keyPrefix;
+    this.keys = {
+      self: `${p}instance:${options.self.id}`,
+      instances: `${p}instances`,
+      sweep: `${p}sweep`,
+      instance: (id) => `${p}instance:${id}`,
+      holdings: (kind) => `${p}${kind}`,
+    };
+    this.live.set(options.self.id, options.self);
+  }
+
+  get self(): InstanceInfo {
+    return this.options.self;
+  }
+
+  /** Whether Redis is reachable now (the cluster is degraded when it is not). */
+  get available(): boolean {
+    return this.options.redis.up;
+  }
+
+  /** Live instances as of the last heartbeat (this one first). */
+  instances(): InstanceInfo[] {
+    return [this.self, ...[...this.live.values()].filter((i) => i.id !== this.self.id)];
+  }
+
+  /** Registers now if Redis is up, then renews every heartbeat (and at once whenever Redis comes back). */
+  start(): void {
+    this.options.redis.on('up', this.onUp);
+    this.timer = setInterval(() => void this.heartbeat(), this.options.heartbeatMs);
+    this.timer.unref();
+    void this.heartbeat();
+  }
+
+  /**
+   * Records that this instance holds `id`. The first live holder wins: when another live instance
+   * already holds it, the answer names that instance and nothing is recorded. A holder that is no
+   * longer live is replaced. While Redis is down the claim is kept locally and written when it returns.
+   */
+  async claim(kind: HoldingKind, id: string): Promise<ClaimResult> {
+    this.held[kind].add(id);
+    const { redis } = this.options;
+    if (!redis.up) return { ok: true };
+    const key = this.keys.holdings(kind);
+    const me = this.self.id;
+    try {
+      if (await redis.run('claim', () => redis.client.hSetNX(key, id, me))) return { ok: true };
+      const ownerId = await redis.run('claim', () => redis.client.hGet(key, id));
+      if (ownerId === null || ownerId === me) {
+        await redis.run('claim', () => redis.client.hSet(key, id, me));
+        return { ok: true };
+      }
+      const owner = parseInstance(
+        await redis.run('claim', () => redis.client.get(this.keys.instance(ownerId))),
+      );
+      if (owner) {
+        this.held[kind].delete(id);
+        return { ok: false, owner };
+      }
+      // The holder is gone (expired): take it over.
+      await redis.run('claim', () => redis.client.hSet(key, id, me));
+      return { ok: true };
+    } catch (error) {
+      this.options.logger.warn(
+        { kind, id, err: (error as Error).message },
+        'claim not recorded; retried when redis returns',
+      );
+      return { ok: true };
+    }
+  }
+
+  /** This instance no longer holds `id`. */
+  async release(kind: HoldingKind, id: string): Promise<void> {
+    if (!this.held[kind].delete(id)) return;
+    const { redis } = this.options;
+    if (!redis.up) return;
+    await redis
+      .run('release', () =>
+        redis.client.eval(RELEASE_SCRIPT, {
+          keys: [this.keys.holdings(kind)],
+          arguments: [id, this.self.id],
+        }),
+      )
+      .catch(() => undefined); // a leftover is pruned by the sweep once this instance is gone
+  }
+
+  /**
+   * The live instance holding `id`, or undefined when none does. Throws `ClusterUnavailableError`
+   * while Redis is unreachable: the caller cannot know, and must not answer 404.
+   */
+  async locate(kind: HoldingKind, id: string): Promise<InstanceInfo | undefined> {
+    if (this.held[kind].has(id)) return this.self;
+    const { redis } = this.options;
+    const ownerId = await redis.run('lookup', () => redis.client.hGet(this.keys.holdings(kind), id));
+    if (ownerId === null) return undefined;
+    if (ownerId === this.self.id) return undefined; // a leftover of this instance: it holds nothing now
+    const known = this.live.get(ownerId);
+    if (known) return known;
+    // Not live at the last heartbeat: it may have just started, or be gone.
+    return parseInstance(await redis.run('lookup', () => redis.client.get(this.keys.instance(ownerId))));
+  }
+
+  /** Leaves the cluster: its entry and everything it held are removed at once (SIGTERM). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    const { redis } = this.options;
+    redis.off('up', this.onUp);
+    if (!redis.up) return;
+    const multi = redis.client.multi().del(this.keys.self).sRem(this.keys.instances, this.self.id);
+    for (const kind of ['calls', 'guilds'] as const)
+      for (const id of this.held[kind])
+        multi.eval(RELEASE_SCRIPT, { keys: [this.keys.holdings(kind)], arguments: [id, this.self.id] });
+    await redis
+      .run('leave', () => multi.exec())
+      .catch((error: unknown) =>
+        this.options.logger.warn({ err: (error as Error).message }, 'could not leave the cluster cleanly'),
+      );
+  }
+
+  /** Renews this instance's entry (or writes everything again), then refreshes the live instances. */
+  async heartbeat(): Promise<void> {
+    const { redis, ttlMs, logger } = this.options;
+    if (this.stopped || !redis.up) return;
+    try {
+      const entry = JSON.stringify({ id: this.self.id, url: this.self.url, started_at: this.self.startedAt });
+      const renewed = await redis.run('heartbeat', () =>
+        redis.client.set(this.keys.self, entry, { PX: ttlMs, XX: true }),
+      );
+      if (renewed === null) await this.register(entry);
+      await this.refreshLive();
+      if (++this.beats % 5 === 0) await this.sweep();
+    } catch (error) {
+      logger.debug({ err: (error as Error).message }, 'heartbeat missed');
+    }
+  }
+
+  private async register(entry: string): Promise<void> {
+    const { redis, ttlMs, logger } = this.options;
+    const multi = redis.client
+      .multi()
+      .set(this.keys.self, entry, { PX: ttlMs })
+      .sAdd(this.keys.instances, this.self.id);
+    for (const kind of ['calls', 'guilds'] as const)
+      for (const id of this.held[kind]) multi.hSet(this.keys.holdings(kind), id, this.self.id);
+    await redis.run('register', () => multi.exec());
+    logger.info(
+      {
+        instance: this.self.id,
+        url: this.self.url,
+        calls: this.held.calls.size,
+        guilds: this.held.guilds.size,
+      },
+      'registered in the cluster',
+    );
+  }
+
+  private async refreshLive(): Promise<void> {
+    const { redis } = this.options;
+    const ids = await redis.run('instances', () => redis.client.sMembers(this.keys.instances));
+    const entries = ids.length
+      ? await redis.run('instances', () => redis.client.mGet(ids.map((id) => this.keys.instance(id))))
+      : [];
+    const live = new Map<string, InstanceInfo>([[this.self.id, this.self]]);
+    const gone: string[] = [];
+    ids.forEach((id, i) => {
+      const info = parseInstance(entries[i]);
+      if (info) live.set(id, info);
+      else if (id !== this.self.id) gone.push(id);
+    });
+    this.live = live;
+    if (gone.length) await redis.run('prune', () => redis.client.sRem(this.keys.instances, gone));
+  }
+
+  /** One instance at a time drops holdings whose instance is gone (a killed instance's calls). */
+  private async sweep(): Promise<void> {
+    const { redis, heartbeatMs } = this.options;
+    const locked = await redis.run('sweep', () =>
+      redis.client.set(this.keys.sweep, this.self.id, { PX: heartbeatMs * 4, NX: true }),
+    );
+    if (locked === null) return;
+    for (const kind of ['calls', 'guilds'] as const) {
+      const all = await redis.run('sweep', () => redis.client.hGetAll(this.keys.holdings(kind)));
+      // Owners not live at the last heartbeat, asked again now: one may have registered since.
+      const suspects = [...new Set(Object.values(all))].filter((owner) => !this.live.has(owner));
+      if (suspects.length === 0) continue;
+      const entries = await redis.run('sweep', () =>
+        redis.client.mGet(suspects.map((owner) => this.keys.instance(owner))),
+      );
+      const dead = new Set(suspects.filter((_, i) => entries[i] === null));
+      for (const [id, owner] of Object.entries(all))
+        if (dead.has(owner))
+          await redis.run('sweep', () =>
+            redis.client.eval(RELEASE_SCRIPT, { keys: [this.keys.holdings(kind)], arguments: [id, owner] }),
+          );
+    }
+  }
+}
