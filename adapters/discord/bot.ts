@@ -22,6 +22,8 @@ export interface DiscordBotOptions {
   listVoices: CommandContext['listVoices'];
   /** Register the commands in these guilds only (instant), instead of globally (up to an hour to show). */
   commandGuildIds: readonly string[];
+  /** Discord's REST API root (a proxy, a fake); undefined: Discord's own. */
+  apiUrl?: string | undefined;
   logger: Logger;
 }
 
@@ -63,7 +65,10 @@ export class DiscordBot {
 
   private constructor(private readonly options: DiscordBotOptions) {
     const { guilds, logger } = options;
-    this.client = new Client({ intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates] });
+    this.client = new Client({
+      intents: [GatewayIntentBits.Guilds, GatewayIntentBits.GuildVoiceStates],
+      ...(options.apiUrl === undefined ? {} : { rest: { api: options.apiUrl } }),
+    });
     const client = this.client;
     const access = (this.access = guildAccess(client));
     const context: CommandContext = {

@@ -44,6 +44,8 @@ const discordSchema = z.strictObject({
   voiceId: z.string().min(1),
   /** Register the slash commands in these guilds only (instant); empty: globally. */
   commandGuildIds: z.array(snowflake),
+  /** DISCORD_API_URL: Discord's REST API root (`https://discord.com/api`) or a proxy in front of it; null: Discord's. */
+  apiUrl: z.url({ protocol: /^https?$/ }).nullable(),
   bargeIn: z.strictObject({
     enabled: z.boolean(),
     minSpeechMs: z.number().int().min(20).max(5000),
@@ -308,6 +310,7 @@ function envOverrides(env: Env): Record<string, unknown> {
   if (env['INSTANCE_ID']) cluster['instanceId'] = env['INSTANCE_ID'];
   if (env['INSTANCE_URL']) cluster['instanceUrl'] = env['INSTANCE_URL'].replace(/\/+$/, '');
   if (Object.keys(cluster).length) o['cluster'] = cluster;
+  if (env['DISCORD_API_URL']) o['discord'] = { apiUrl: env['DISCORD_API_URL'].replace(/\/+$/, '') };
   return o;
 }
 

@@ -57,6 +57,7 @@ export class ClusterRegistry {
   private live = new Map<string, InstanceInfo>();
   private timer: NodeJS.Timeout | undefined;
   private beats = 0;
+  private beating: Promise<void> | undefined;
   private stopped = false;
   private readonly keys: {
     readonly self: string;
@@ -169,12 +170,28 @@ export class ClusterRegistry {
     return parseInstance(await redis.run('lookup', () => redis.client.get(this.keys.instance(ownerId))));
   }
 
+  /**
+   * Whether instance `id` is still registered, asked of Redis now (the live list is as of the last
+   * heartbeat): an instance that left since is dropped from it. True when Redis cannot say.
+   */
+  async stillLive(id: string): Promise<boolean> {
+    const { redis } = this.options;
+    try {
+      if ((await redis.run('instance', () => redis.client.exists(this.keys.instance(id)))) > 0) return true;
+    } catch {
+      return true;
+    }
+    this.live.delete(id);
+    return false;
+  }
+
   /** Leaves the cluster: its entry and everything it held are removed at once (SIGTERM). */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     const { redis } = this.options;
     redis.off('up', this.onUp);
+    await this.beating;
     if (!redis.up) return;
     const multi = redis.client.multi().del(this.keys.self).sRem(this.keys.instances, this.self.id);
     for (const kind of ['calls', 'guilds'] as const)
@@ -188,7 +205,13 @@ export class ClusterRegistry {
   }
 
   /** Renews this instance's entry (or writes everything again), then refreshes the live instances. */
-  async heartbeat(): Promise<void> {
+  heartbeat(): Promise<void> {
+    // One at a time: `stop()` waits for the one under way, which must not write the entry back after it.
+    this.beating ??= this.beat().finally(() => (this.beating = undefined));
+    return this.beating;
+  }
+
+  private async beat(): Promise<void> {
     const { redis, ttlMs, logger } = this.options;
     if (this.stopped || !redis.up) return;
     try {
@@ -196,6 +219,7 @@ export class ClusterRegistry {
       const renewed = await redis.run('heartbeat', () =>
         redis.client.set(this.keys.self, entry, { PX: ttlMs, XX: true }),
       );
+      if (this.stopped) return;
       if (renewed === null) await this.register(entry);
       await this.refreshLive();
       if (++this.beats % 5 === 0) await this.sweep();

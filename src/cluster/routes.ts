@@ -142,18 +142,19 @@ async function gather(
   );
   const items = resource.local.list().map((item) => ({ ...item, instance: self.id }));
   const unreachable: string[] = [];
-  answers.forEach((answer, i) => {
+  for (const [i, answer] of answers.entries()) {
     const instance = others[i]!;
     const list =
       answer.status === 'fulfilled' ? (answer.value as Record<string, unknown>)[resource.listKey] : undefined;
     if (!Array.isArray(list)) {
-      unreachable.push(instance.id);
-      return;
+      // One that left since the last heartbeat is simply gone; one still registered is unreachable.
+      if (await registry.stillLive(instance.id)) unreachable.push(instance.id);
+      continue;
     }
     for (const item of list as unknown[])
       if (item !== null && typeof item === 'object')
         items.push({ ...(item as Record<string, unknown>), instance: instance.id });
-  });
+  }
   sendJson(res, 200, {
     [resource.listKey]: items,
     cluster: {

@@ -271,6 +271,10 @@ describe('a cluster of three instances', () => {
     expect(performance.now() - t0).toBeLessThan(2000);
     if (answer.status === 503)
       expect(answer.body).toMatchObject({ error: 'owner_unreachable', instance: 'a' });
+    // Until it expires, a list names it as unreachable rather than hiding that something is missing.
+    const list = await get(`${at('b')}/calls`);
+    expect((list.body['calls'] as Array<{ id: string }>).some((c) => c.id === onA.callSid)).toBe(false);
+    if (answer.status === 503) expect(list.body['cluster']).toMatchObject({ unreachable_instances: ['a'] });
     const gone = await until(
       () => get(`${at('b')}/calls/${onA.callSid}`),
       (r) => r.status === 404,

@@ -95,6 +95,7 @@ export async function startDiscord(options: {
         guilds,
         listVoices: async () => (await options.client.listVoices({ pageSize: 100 })).voices,
         commandGuildIds: config.discord.commandGuildIds,
+        apiUrl: config.discord.apiUrl ?? undefined,
         logger,
       }).then(
         (started) => {

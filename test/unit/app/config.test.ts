@@ -128,6 +128,29 @@ describe('loadConfig', () => {
       expect(loadConfig({ HOST: host }).config.server.host).toBe(host);
   });
 
+  it('runs one instance without REDIS_URL; with it, takes the cluster settings and names the token to set', () => {
+    expect(loadConfig({}).config.cluster.redisUrl).toBeNull();
+    const { config, secrets } = loadConfig({
+      REDIS_URL: 'redis://:pw@10.0.0.9:6379/2',
+      INSTANCE_ID: 'east-1',
+      INSTANCE_URL: 'http://10.0.0.5:8080/',
+      CONTROL_TOKEN: 'c',
+    });
+    expect(config.cluster).toMatchObject({
+      redisUrl: 'redis://:pw@10.0.0.9:6379/2',
+      instanceId: 'east-1',
+      instanceUrl: 'http://10.0.0.5:8080',
+    });
+    // The control token proves instances to each other unless CLUSTER_TOKEN is set.
+    expect(secrets.clusterToken).toBe('c');
+    expect(loadConfig({ CONTROL_TOKEN: 'c', CLUSTER_TOKEN: 'k' }).secrets.clusterToken).toBe('k');
+    expect(() => loadConfig({ REDIS_URL: 'http://10.0.0.9' })).toThrow(/cluster.redisUrl/);
+    expect(() => loadConfig({ REDIS_URL: 'redis://r', INSTANCE_ID: 'a b' })).toThrow(/cluster.instanceId/);
+    expect(() => loadConfig({ REDIS_URL: 'redis://r', HOST: '0.0.0.0', MEDIA_STREAM_TOKEN: 'm' })).toThrow(
+      /CLUSTER_TOKEN/,
+    );
+  });
+
   it('ships a default flow that greets, then answers every key', () => {
     const { config } = loadConfig({});
     const flow = config.flows['default']!;
