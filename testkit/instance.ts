@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
+import { freePort } from './ports.js';
 import { compiledModule } from '../src/paths.js';
 
 export interface Instance {
@@ -30,13 +31,14 @@ export async function startInstance(
   overlay: Record<string, unknown> = {},
 ): Promise<Instance> {
   const dir = await mkdtemp(join(tmpdir(), `voxbridge-${id}-`));
+  const port = await freePort();
   const configFile = join(dir, 'config.json');
   await writeFile(configFile, JSON.stringify(overlay));
   const child = spawn(process.execPath, [compiledModule('app/main.js').pathname], {
     env: {
       PATH: process.env['PATH'] ?? '',
       HOST: '127.0.0.1',
-      PORT: '0',
+      PORT: String(port),
       DATA_DIR: dir,
       LOG_LEVEL: 'info',
       INSTANCE_ID: id,
@@ -50,12 +52,18 @@ export async function startInstance(
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   void exited.then(() => rm(dir, { recursive: true, force: true }));
+  // Ready when `/healthz` answers 200 (at any log level).
+  const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
-  let url: string | undefined;
-  while (!(url = /"url":"(http:[^"]+)","speech"/.exec(output)?.[1])) {
+  for (;;) {
     if (child.exitCode !== null) throw new Error(`instance ${id} exited at start:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`instance ${id}: no start within 30 s:\n${output}`);
-    await new Promise((r) => setTimeout(r, 25));
+    if (Date.now() > deadline) throw new Error(`instance ${id}: not ready within 30 s:\n${output}`);
+    const status = await fetch(`${url}/healthz`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status === 200) break;
+    await new Promise((r) => setTimeout(r, 50));
   }
   return {
     id,

@@ -5,16 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer, connect } from 'node:net';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+import { connect } from 'node:net';
+import { freePort } from './ports.js';
 
 /** Whether a PING on `port` answers PONG. */
 async function pong(port: number): Promise<boolean> {

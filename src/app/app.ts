@@ -88,7 +88,27 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       logger,
       post: options.post,
     });
-    discord = await startDiscord({ loaded, client, cache, logger });
+    discord = await startDiscord({
+      loaded,
+      client,
+      cache,
+      logger,
+      // Each shard process is an instance of the cluster of its own, speaking through this one's
+      // embedded speech service when there is no remote one.
+      shardEnv: (shardId) => ({
+        INSTANCE_ID: `${cluster?.self.id ?? 'voxbridge'}-shard-${shardId}`,
+        PORT: '0',
+        ...(config.cluster.instanceUrl === null
+          ? {}
+          : { INSTANCE_URL: Object.assign(new URL(config.cluster.instanceUrl), { port: '0' }).origin }),
+        ...(speech.service
+          ? {
+              SPEECH_BASE_URL: http.url,
+              SPEECH_API_KEY: secrets.speechApiKey ?? speech.generatedApiKey ?? '',
+            }
+          : {}),
+      }),
+    });
   } catch (error) {
     await calls?.close();
     await cluster?.close();

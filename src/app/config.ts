@@ -44,6 +44,15 @@ const discordSchema = z.strictObject({
   voiceId: z.string().min(1),
   /** Register the slash commands in these guilds only (instant); empty: globally. */
   commandGuildIds: z.array(snowflake),
+  /**
+   * DISCORD_SHARDS: null runs the bot in this process (one shard). A count, or `auto` (what Discord
+   * recommends), runs each shard as a process of its own (discord.js's ShardingManager); needs a cluster.
+   */
+  shards: z.union([z.literal('auto'), z.number().int().min(1).max(10_000)]).nullable(),
+  /** DISCORD_SHARD_IDS: the shards this machine runs (the others run elsewhere); null: all of them. */
+  shardIds: z.array(z.number().int().min(0)).min(1).nullable(),
+  /** Between two shard processes' starts: Discord lets a bot identify once per 5 s (per max_concurrency bucket). */
+  shardSpawnDelayMs: z.number().int().min(0).max(60_000),
   /** DISCORD_API_URL: Discord's REST API root (`https://discord.com/api`) or a proxy in front of it; null: Discord's. */
   apiUrl: z.url({ protocol: /^https?$/ }).nullable(),
   bargeIn: z.strictObject({
@@ -310,7 +319,13 @@ function envOverrides(env: Env): Record<string, unknown> {
   if (env['INSTANCE_ID']) cluster['instanceId'] = env['INSTANCE_ID'];
   if (env['INSTANCE_URL']) cluster['instanceUrl'] = env['INSTANCE_URL'].replace(/\/+$/, '');
   if (Object.keys(cluster).length) o['cluster'] = cluster;
-  if (env['DISCORD_API_URL']) o['discord'] = { apiUrl: env['DISCORD_API_URL'].replace(/\/+$/, '') };
+  const discord: Record<string, unknown> = {};
+  if (env['DISCORD_API_URL']) discord['apiUrl'] = env['DISCORD_API_URL'].replace(/\/+$/, '');
+  if (env['DISCORD_SHARDS'])
+    discord['shards'] = env['DISCORD_SHARDS'] === 'auto' ? 'auto' : Number(env['DISCORD_SHARDS']);
+  if (env['DISCORD_SHARD_IDS'])
+    discord['shardIds'] = env['DISCORD_SHARD_IDS'].split(',').map((id) => Number(id.trim()));
+  if (Object.keys(discord).length) o['discord'] = discord;
   return o;
 }
 
@@ -325,6 +340,8 @@ function describeIssues(error: z.ZodError, source: string): string {
 export interface LoadedConfig {
   config: Config;
   secrets: Secrets;
+  /** Set when this process is one shard of a sharded bot (started by discord.js's ShardingManager). */
+  shard?: { readonly id: number; readonly count: number } | undefined;
 }
 
 /** default.yaml, then the file named by VOXBRIDGE_CONFIG, then the environment; validated once. */
@@ -364,5 +381,21 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     clusterToken: env['CLUSTER_TOKEN'] || env['CONTROL_TOKEN'] || undefined,
   };
   checkExposure(config, secrets);
-  return { config, secrets };
+  const { shards, shardIds } = config.discord;
+  if (shards !== null && config.cluster.redisUrl === null)
+    throw new ConfigError(
+      'invalid configuration: discord.shards needs a cluster (REDIS_URL): each shard is a process of its own, ' +
+        'and the control API reaches a guild on its shard through the cluster',
+    );
+  if (typeof shards === 'number' && shardIds?.some((id) => id >= shards))
+    throw new ConfigError(
+      `invalid configuration: discord.shardIds: every id must be below discord.shards (${shards})`,
+    );
+  // discord.js's ShardingManager starts each shard with these set.
+  const shard = env['SHARDING_MANAGER']
+    ? { id: Number(env['SHARDS']), count: Number(env['SHARD_COUNT']) }
+    : undefined;
+  if (shard && !(Number.isInteger(shard.id) && Number.isInteger(shard.count) && shard.id < shard.count))
+    throw new ConfigError(`invalid shard: SHARDS=${env['SHARDS']} SHARD_COUNT=${env['SHARD_COUNT']}`);
+  return { config, secrets, shard };
 }

@@ -60,8 +60,8 @@ export class Forwarder {
       // A `say` with `wait` lasts as long as its utterance, an event stream as long as its call.
       headersTimeout: 0,
       bodyTimeout: 0,
+      // Connections to each instance are kept and reused (one request at a time on each).
       keepAliveTimeout: 30_000,
-      pipelining: 0,
     });
   }
 

@@ -7,7 +7,9 @@
  * Keys (under the configured prefix):
  *   instance:{id}   JSON {id, url, started_at}, expiring          (one per instance)
  *   instances       set of instance ids                            (pruned of expired ones)
- *   calls, guilds   hashes: call or guild id → instance id        (pruned of dead owners)
+ *   calls, guilds,  hashes: call, guild or shard id → instance id (pruned of dead owners)
+ *   shards
+ *   shard-count     how many shards the Discord bot runs with (written by its shards)
  *
  * When a renewal finds its entry gone (Redis restarted, or this process was paused past the TTL), the
  * instance writes everything it holds again: a restarted Redis is repopulated within one heartbeat.
@@ -17,7 +19,9 @@
 import type { Logger } from 'pino';
 import type { RedisConnection } from './redis.js';
 
-export type HoldingKind = 'calls' | 'guilds';
+/** What an instance holds: phone calls, Discord guilds with a voice connection, Discord shards it runs. */
+export type HoldingKind = 'calls' | 'guilds' | 'shards';
+const KINDS: readonly HoldingKind[] = ['calls', 'guilds', 'shards'];
 
 export interface InstanceInfo {
   readonly id: string;
@@ -52,7 +56,13 @@ function parseInstance(json: string | null | undefined): InstanceInfo | undefine
 }
 
 export class ClusterRegistry {
-  private readonly held: Record<HoldingKind, Set<string>> = { calls: new Set(), guilds: new Set() };
+  private readonly held: Record<HoldingKind, Set<string>> = {
+    calls: new Set(),
+    guilds: new Set(),
+    shards: new Set(),
+  };
+  /** The bot's shard count, when this instance runs one of its shards. */
+  private shardCount: number | undefined;
   /** Live instances as of the last heartbeat, this one included. */
   private live = new Map<string, InstanceInfo>();
   private timer: NodeJS.Timeout | undefined;
@@ -63,6 +73,7 @@ export class ClusterRegistry {
     readonly self: string;
     readonly instances: string;
     readonly sweep: string;
+    readonly shardCount: string;
     instance(id: string): string;
     holdings(kind: HoldingKind): string;
   };
@@ -74,6 +85,7 @@ export class ClusterRegistry {
       self: `${p}instance:${options.self.id}`,
       instances: `${p}instances`,
       sweep: `${p}sweep`,
+      shardCount: `${p}shard-count`,
       instance: (id) => `${p}instance:${id}`,
       holdings: (kind) => `${p}${kind}`,
     };
@@ -170,6 +182,31 @@ export class ClusterRegistry {
     return parseInstance(await redis.run('lookup', () => redis.client.get(this.keys.instance(ownerId))));
   }
 
+  /** This instance runs shard `id` of `count` of the Discord bot: guilds of that shard are joined here. */
+  async holdShard(id: number, count: number): Promise<void> {
+    this.shardCount = count;
+    await this.claim('shards', String(id));
+    const { redis } = this.options;
+    if (redis.up)
+      await redis
+        .run('shards', () => redis.client.set(this.keys.shardCount, String(count)))
+        .catch(() => undefined);
+  }
+
+  /**
+   * The instance running the shard that guild `guildId` belongs to (Discord's `(id >> 22) % count`), or
+   * undefined when the bot runs no shards in the cluster. Throws like `locate`.
+   */
+  async locateShardOf(guildId: string): Promise<InstanceInfo | undefined> {
+    if (!/^\d{1,25}$/.test(guildId)) return undefined;
+    const { redis } = this.options;
+    const count = Number(await redis.run('shards', () => redis.client.get(this.keys.shardCount)));
+    if (!Number.isInteger(count) || count < 1) return undefined;
+    const shard = (BigInt(guildId) >> 22n) % BigInt(count);
+    if (this.held.shards.has(String(shard))) return this.self;
+    return this.locate('shards', String(shard));
+  }
+
   /**
    * Whether instance `id` is still registered, asked of Redis now (the live list is as of the last
    * heartbeat): an instance that left since is dropped from it. True when Redis cannot say.
@@ -194,7 +231,7 @@ export class ClusterRegistry {
     await this.beating;
     if (!redis.up) return;
     const multi = redis.client.multi().del(this.keys.self).sRem(this.keys.instances, this.self.id);
-    for (const kind of ['calls', 'guilds'] as const)
+    for (const kind of KINDS)
       for (const id of this.held[kind])
         multi.eval(RELEASE_SCRIPT, { keys: [this.keys.holdings(kind)], arguments: [id, this.self.id] });
     await redis
@@ -234,8 +271,9 @@ export class ClusterRegistry {
       .multi()
       .set(this.keys.self, entry, { PX: ttlMs })
       .sAdd(this.keys.instances, this.self.id);
-    for (const kind of ['calls', 'guilds'] as const)
+    for (const kind of KINDS)
       for (const id of this.held[kind]) multi.hSet(this.keys.holdings(kind), id, this.self.id);
+    if (this.shardCount !== undefined) multi.set(this.keys.shardCount, String(this.shardCount));
     await redis.run('register', () => multi.exec());
     logger.info(
       {
@@ -272,7 +310,7 @@ export class ClusterRegistry {
       redis.client.set(this.keys.sweep, this.self.id, { PX: heartbeatMs * 4, NX: true }),
     );
     if (locked === null) return;
-    for (const kind of ['calls', 'guilds'] as const) {
+    for (const kind of KINDS) {
       const all = await redis.run('sweep', () => redis.client.hGetAll(this.keys.holdings(kind)));
       // Owners not live at the last heartbeat, asked again now: one may have registered since.
       const suspects = [...new Set(Object.values(all))].filter((owner) => !this.live.has(owner));

@@ -6,7 +6,8 @@
  * - `GET /calls` and `GET /discord/guilds` gather the lists of every live instance, each item with
  *   its `instance`; an instance that does not answer is named in `unreachable_instances`.
  * - `/calls/{id}…` and `/discord/guilds/{id}…` for an id held elsewhere are forwarded to its holder;
- *   held here, or held nowhere, they fall through to the local routes (which answer or 404).
+ *   held here, or held nowhere, they fall through to the local routes (which answer or 404). A `join`
+ *   for a guild nobody holds goes to the instance running the guild's shard, when the bot is sharded.
  * - While Redis is unreachable, a request for an id this instance does not hold answers 503
  *   `cluster_unavailable`: it may be held elsewhere, so it is not a 404.
  * - A request from another instance (valid `x-voxbridge-cluster`) is always answered locally.
@@ -119,6 +120,9 @@ function front(options: ClusterRoutesOptions, resource: Resource): RouteHandler 
       );
       return true;
     }
+    // A guild nobody is in yet is joined by the instance running its shard (a sharded bot).
+    if (!owner && resource.kind === 'guilds' && parts[resource.idIndex + 1] === 'join')
+      owner = await options.registry.locateShardOf(id).catch(() => undefined);
     if (!owner || owner.id === options.registry.self.id) return false; // held nowhere: the local 404
     await options.forwarder.forward(req, res, owner, `${resource.noun} ${id}`);
     return true;

@@ -62,9 +62,15 @@ export function startCluster(
   if (cluster.redisUrl === null) return undefined;
   const log = logger.child({ part: 'cluster' });
   const listening = new URL(listeningUrl);
-  const url =
+  let url =
     cluster.instanceUrl ??
     (UNSPECIFIED.has(config.server.host) ? `http://${hostname()}:${listening.port}` : listeningUrl);
+  // Port 0 in INSTANCE_URL: the port this server got (a shard process on PORT=0).
+  const advertised = new URL(url);
+  if (advertised.port === '0') {
+    advertised.port = listening.port;
+    url = advertised.origin;
+  }
   const self: InstanceInfo = {
     id: cluster.instanceId ?? `${hostname()}-${process.pid}`,
     url,
@@ -130,6 +136,7 @@ export function startCluster(
       });
       guilds.on('ended', ({ guildId }) => void registry.release('guilds', guildId));
       registry.start();
+      if (loaded.shard) void registry.holdShard(loaded.shard.id, loaded.shard.count);
       return clusterRoutes({
         registry,
         forwarder,

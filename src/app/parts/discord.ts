@@ -9,11 +9,13 @@ import { discordControlApi } from '../../../adapters/discord/control-api.js';
 import { warmDiscordAudio } from '../../../adapters/discord/discord-sink.js';
 import type { GuildVoice } from '../../../adapters/discord/guild-voice.js';
 import { DiscordGuilds } from '../../../adapters/discord/guilds.js';
+import { startShards, type RunningShards } from '../../../adapters/discord/shards.js';
 import { designResampler } from '../../audio/resampler.js';
 import type { Route } from '../../http/router.js';
 import type { PhraseCache } from '../../speaker/phrase-cache.js';
 import { SPEAKER_SAMPLE_RATE } from '../../speaker/segment-audio.js';
 import type { SpeechClient } from '../../speech/client.js';
+import { compiledModule } from '../../paths.js';
 import type { LoadedConfig } from '../config.js';
 
 /** Discord's rate: 48 kHz stereo. */
@@ -22,9 +24,12 @@ const DISCORD_OUTPUT_RATE = 48_000;
 export interface DiscordPart {
   readonly guilds: DiscordGuilds;
   readonly routes: readonly Route[];
-  /** The bot, once logged in. */
+  /** The bot, once logged in (in this process: not when its shards run as processes of their own). */
   bot(): DiscordBot | undefined;
-  /** Logs the bot in (when DISCORD_TOKEN is set); a failure is logged, never thrown. */
+  /**
+   * Logs the bot in (when DISCORD_TOKEN is set), or starts its shard processes (`discord.shards`); a
+   * failure is logged, never thrown.
+   */
   startBot(): void;
   /** Leaves every guild and logs the bot out. */
   close(): Promise<void>;
@@ -35,6 +40,8 @@ export async function startDiscord(options: {
   client: SpeechClient;
   cache: PhraseCache;
   logger: Logger;
+  /** What each shard process needs besides this process's environment (`discord.shards`). */
+  shardEnv?: ((shardId: number) => Record<string, string>) | undefined;
 }): Promise<DiscordPart> {
   const { config, secrets } = options.loaded;
   const logger = options.logger.child({ part: 'discord' });
@@ -74,7 +81,10 @@ export async function startDiscord(options: {
     logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');
   }
   let bot: DiscordBot | undefined;
+  let shards: RunningShards | undefined;
   let starting: Promise<void> | undefined;
+  // The shards run the bot, each in a process of its own (this process only manages them).
+  const manageShards = config.discord.shards !== null && !options.loaded.shard;
   return {
     guilds,
     routes: [
@@ -90,6 +100,26 @@ export async function startDiscord(options: {
     bot: () => bot,
     startBot() {
       if (!token || starting) return;
+      if (manageShards) {
+        starting = startShards({
+          file: compiledModule('app/main.js').pathname,
+          token,
+          total: config.discord.shards!,
+          shardIds: config.discord.shardIds ?? undefined,
+          apiUrl: config.discord.apiUrl ?? undefined,
+          spawnDelayMs: config.discord.shardSpawnDelayMs,
+          readyTimeoutMs: config.discord.joinTimeoutMs + 30_000,
+          env: (id) => options.shardEnv?.(id) ?? {},
+          logger,
+        }).then(
+          (started) => {
+            shards = started;
+          },
+          (error: unknown) =>
+            logger.error({ err: error }, 'the Discord shards could not start; the bot is not running'),
+        );
+        return;
+      }
       starting = DiscordBot.start({
         token,
         guilds,
@@ -112,6 +142,7 @@ export async function startDiscord(options: {
       await starting;
       await guilds.close();
       await bot?.close();
+      await shards?.close();
     },
   };
 }
