@@ -101,6 +101,12 @@ export class ClusterRegistry {
     return this.options.redis.up;
   }
 
+  /** Live instances as Redis has them now (this one first); as of the last heartbeat if Redis cannot say. */
+  async currentInstances(): Promise<InstanceInfo[]> {
+    await this.refreshLive().catch(() => undefined);
+    return this.instances();
+  }
+
   /** Live instances as of the last heartbeat (this one first). */
   instances(): InstanceInfo[] {
     return [this.self, ...[...this.live.values()].filter((i) => i.id !== this.self.id)];
@@ -253,8 +259,14 @@ export class ClusterRegistry {
     if (this.stopped || !redis.up) return;
     try {
       const entry = JSON.stringify({ id: this.self.id, url: this.self.url, started_at: this.self.startedAt });
-      const renewed = await redis.run('heartbeat', () =>
-        redis.client.set(this.keys.self, entry, { PX: ttlMs, XX: true }),
+      // The set of instances is renewed too: another instance may have pruned this one from it in a
+      // moment its entry was missing (a late heartbeat), and nothing else would put it back.
+      const [renewed] = await redis.run('heartbeat', () =>
+        redis.client
+          .multi()
+          .set(this.keys.self, entry, { PX: ttlMs, XX: true })
+          .sAdd(this.keys.instances, this.self.id)
+          .exec(),
       );
       if (this.stopped) return;
       if (renewed === null) await this.register(entry);

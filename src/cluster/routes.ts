@@ -138,7 +138,9 @@ async function gather(
 ): Promise<void> {
   const { registry, forwarder } = options;
   const self = registry.self;
-  const others = registry.available ? registry.instances().filter((i) => i.id !== self.id) : [];
+  const others = registry.available
+    ? (await registry.currentInstances()).filter((i) => i.id !== self.id)
+    : [];
   const answers = await Promise.allSettled(
     others.map((instance) =>
       forwarder.getJson(instance, resource.listPath, req.headers.authorization, options.listTimeoutMs),
