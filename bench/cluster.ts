@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@redis/client';
-import { startInstance, type Instance } from '../testkit/instance.js';
+import { CountingProxy, startInstance, type Instance } from '../testkit/instance.js';
 import { TestRedis } from '../testkit/redis.js';
 import { request, type ClientReport } from './calls.js';
 import { fmt, median, percentile, printTable } from './stats.js';
@@ -215,4 +215,92 @@ export async function benchCluster(callsPerInstance = 250): Promise<void> {
     for (const h of holders) await release(h);
     await redis.stop();
   }
+}
+
+/** One Twilio call on `url`'s media endpoint, held for `ms` (its flow plays), then hung up. */
+async function callFor(url: string, ms: number, id: string): Promise<void> {
+  const { WebSocket } = await import('ws');
+  const ws = new WebSocket(`${url.replace('http:', 'ws:')}/media/twilio`);
+  await once(ws, 'open');
+  const callSid = `CA${id.padStart(32, '0')}`;
+  const streamSid = `MZ${id.padStart(32, '0')}`;
+  ws.on('message', () => undefined);
+  ws.send(JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' }));
+  ws.send(
+    JSON.stringify({
+      event: 'start',
+      sequenceNumber: '1',
+      streamSid,
+      start: {
+        accountSid: 'AC0',
+        streamSid,
+        callSid,
+        tracks: ['inbound'],
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+        customParameters: {},
+      },
+    }),
+  );
+  await new Promise((r) => setTimeout(r, ms));
+  ws.close();
+  await once(ws, 'close');
+}
+
+/**
+ * What N instances ask of a (paid) speech service for the default flow's prompts: calls arrive at each
+ * instance in turn, each held 16 s (the greeting and the menu prompt); the requests are counted at a proxy in front
+ * of the service, with the cluster's shared phrase cache on and off.
+ */
+export async function benchSharedPhrases(instances = 3, callsEach = 1): Promise<void> {
+  const key = randomBytes(18).toString('base64url');
+  const speech = await startInstance('speech', { SPEECH_API_KEY: key, LOG_LEVEL: 'warn' });
+  const proxy = await CountingProxy.start(speech.url);
+  const redis = await TestRedis.start();
+  const rows: string[][] = [];
+  try {
+    for (const shared of [false, true]) {
+      await redis.stop();
+      await redis.start(); // empty: nothing cached from the round before
+      const before = proxy.texts.length;
+      const started = await Promise.all(
+        Array.from({ length: instances }, (_, i) =>
+          startInstance(
+            `i${i}`,
+            {
+              REDIS_URL: redis.url,
+              CONTROL_TOKEN: TOKEN,
+              SPEECH_BASE_URL: proxy.url,
+              SPEECH_API_KEY: key,
+              LOG_LEVEL: 'warn',
+            },
+            { cluster: { phraseCache: { enabled: shared } }, server: { shutdownGraceMs: 0 } },
+          ),
+        ),
+      );
+      try {
+        let n = 0;
+        for (let round = 0; round < callsEach; round++)
+          for (const instance of started) await callFor(instance.url, 16_000, String(++n));
+      } finally {
+        await Promise.all(started.map((i) => i.kill('SIGTERM')));
+      }
+      const requests = proxy.texts.length - before;
+      rows.push([
+        shared ? 'on' : 'off',
+        String(instances),
+        String(instances * callsEach),
+        String(requests),
+        fmt(requests / instances, 1),
+      ]);
+    }
+  } finally {
+    await redis.stop();
+    await proxy.close();
+    await speech.kill('SIGTERM');
+  }
+  printTable(
+    "Shared phrase cache: requests to the speech service for the default flow's greeting and menu",
+    ['shared cache', 'instances', 'calls (in turn)', 'upstream requests', 'per instance'],
+    rows,
+  );
 }

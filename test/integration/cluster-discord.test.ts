@@ -101,7 +101,7 @@ describe('a sharded bot in a cluster', () => {
     ]);
   });
 
-  it('joins, lists, speaks in and leaves a guild of each shard through an instance with no bot', async () => {
+  it('joins, lists, speaks in, stops and leaves a guild of each shard through an instance with no bot', async () => {
     for (const [k, guild] of GUILDS.entries()) {
       const joined = await json(`${b.url}/discord/guilds/${guild}/join`, 'POST', { channel_id: VOICE[k] });
       expect(joined.status).toBe(200);
@@ -122,6 +122,24 @@ describe('a sharded bot in a cluster', () => {
     expect(said.body['utterances']).toEqual([expect.objectContaining({ status: 'played' })]);
     expect(said.instance).toBe('m-shard-1');
     expect(voice.packets.length - packets).toBeGreaterThan(50);
+    // Stopped through B while it speaks (the first shard this time).
+    const long = await json(`${b.url}/discord/guilds/${GUILDS[0]}/say`, 'POST', {
+      text: 'A long story that goes on and on, so that there is time to stop it from another instance. '.repeat(
+        2,
+      ),
+      wait: false,
+    });
+    expect(long.status).toBe(202);
+    await voice.waitFor(
+      () => voice.received(voice.ssrcOf(GUILDS[0]!)).length > 30,
+      10_000,
+      'speech in guild 0',
+    );
+    const stopped = await json(`${b.url}/discord/guilds/${GUILDS[0]}/stop`, 'POST', {});
+    expect(stopped).toMatchObject({ status: 200, instance: 'm-shard-0' });
+    expect(stopped.body['stopped']).toBeTruthy();
+    const described = await json(`${b.url}/discord/guilds/${GUILDS[0]}`);
+    expect(described.body).toMatchObject({ guild_id: GUILDS[0], speaking: null, queued: 0 });
     for (const guild of GUILDS) {
       const left = await fetch(`${b.url}/discord/guilds/${guild}`, { method: 'DELETE', headers: HEADERS });
       expect(left.status).toBe(204);
