@@ -248,7 +248,7 @@ async function callFor(url: string, ms: number, id: string): Promise<void> {
 
 /**
  * What N instances ask of a (paid) speech service for the default flow's prompts: calls arrive at each
- * instance in turn, each held 16 s (the greeting and the menu prompt); the requests are counted at a proxy in front
+ * instance in turn, each held 22 s (the greeting and the menu prompt, whole); the requests are counted at a proxy in front
  * of the service, with the cluster's shared phrase cache on and off.
  */
 export async function benchSharedPhrases(instances = 3, callsEach = 1): Promise<void> {
@@ -280,7 +280,7 @@ export async function benchSharedPhrases(instances = 3, callsEach = 1): Promise<
       try {
         let n = 0;
         for (let round = 0; round < callsEach; round++)
-          for (const instance of started) await callFor(instance.url, 16_000, String(++n));
+          for (const instance of started) await callFor(instance.url, 22_000, String(++n));
       } finally {
         await Promise.all(started.map((i) => i.kill('SIGTERM')));
       }

@@ -44,6 +44,11 @@ export interface DiscordControlOptions {
   controlToken: string | undefined;
   /** The guild's voice adapter, from the running bot; undefined when the bot is not running. */
   adapterCreator?: (guildId: string) => DiscordGatewayAdapterCreator | undefined;
+  /**
+   * Why a join is not answered here, when the bot runs in other processes (its shards): answered 503,
+   * since the process that should answer is starting or gone.
+   */
+  botElsewhere?: string | undefined;
 }
 
 /** A guild as `GET /discord/guilds/{id}` answers it (and the list, item by item). */
@@ -101,6 +106,10 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         const parsed = joinBody.safeParse(read.body);
         if (!parsed.success) {
           sendInvalid(res, parsed.error);
+          return true;
+        }
+        if (options.botElsewhere !== undefined) {
+          sendJson(res, 503, { error: `guild ${guildId}: ${options.botElsewhere}` }, { 'retry-after': '2' });
           return true;
         }
         if (!options.adapterCreator) {

@@ -255,6 +255,38 @@ describe('a cluster of three instances', () => {
     await g.close();
   });
 
+  it('starts with Redis down (degraded, calls served), and joins the cluster once Redis is up', async () => {
+    const later = await TestRedis.start();
+    await later.stop();
+    const lone = await startInstance(
+      'lone',
+      { REDIS_URL: later.url, CONTROL_TOKEN, SPEECH_BASE_URL: proxy.url, SPEECH_API_KEY: KEYS.main },
+      { calls: { defaultFlow: null } },
+    );
+    try {
+      expect((await get(`${lone.url}/healthz`)).body).toMatchObject({
+        status: 'degraded',
+        cluster: { registry: 'unreachable' },
+      });
+      const g = new FakeTwilio(`${lone.url.replace('http:', 'ws:')}/media/twilio`);
+      gateways.push(g);
+      await g.start();
+      const said = await post(`${lone.url}/calls/${g.callSid}/say`, { text: 'Alone for now.', wait: true });
+      expect(said.body).toMatchObject({ status: 'played' });
+      await later.start();
+      await until(
+        () => get(`${lone.url}/healthz`),
+        (h) => h.body['status'] === 'ok',
+        5000,
+        'the instance to see Redis',
+      );
+      await g.close();
+    } finally {
+      await lone.kill('SIGTERM');
+      await later.stop();
+    }
+  });
+
   it('drops a stopped instance from every view at once, and a killed one within 15 s', async () => {
     const onC = await call('c');
     expect((await listed('a')).find((c) => c.id === onC.callSid)?.instance).toBe('c');

@@ -94,6 +94,10 @@ export async function startDiscord(options: {
           guilds,
           controlToken: secrets.controlToken,
           ...(token ? { adapterCreator: (guildId: string) => bot?.adapterCreator(guildId) } : {}),
+          botElsewhere:
+            token && manageShards
+              ? 'the bot runs in shard processes, and the one for this guild has not joined the cluster (yet)'
+              : undefined,
         }),
       },
     ],
