@@ -166,6 +166,11 @@ describe('a cluster of three instances', () => {
     await replay.until((e) => e.some((x) => x.event === 'utterance.finished'));
     expect((replay.of('utterance.finished')[0] as { seq: number }).seq).toBeGreaterThan(seq);
     replay.close();
+    // The same with the header a reconnecting EventSource sends, through C.
+    const resumed = new SseReader(`${at('c')}/calls/${id}/events`, { ...AUTH, 'last-event-id': String(seq) });
+    await resumed.until((e) => e.some((x) => x.event === 'utterance.finished'));
+    expect((resumed.of('utterance.finished')[0] as { seq: number }).seq).toBeGreaterThan(seq);
+    resumed.close();
 
     // Hang up through C: the caller's socket closes, and the call leaves every list.
     const hungUp = await fetch(`${at('c')}/calls/${id}`, { method: 'DELETE', headers: AUTH });
