@@ -117,7 +117,8 @@ export class Forwarder {
     for (const [name, value] of Object.entries(answer.headers))
       if (value !== undefined && !DROPPED_RESPONSE.has(name)) out[name] = value;
     res.writeHead(answer.statusCode, out);
-    res.flushHeaders();
+    // An event stream is seen open at once; any other answer goes out with its body in one write.
+    if (String(answer.headers['content-type'] ?? '').startsWith('text/event-stream')) res.flushHeaders();
     try {
       await pipeline(answer.body, res);
     } catch {
