@@ -68,6 +68,7 @@ export class ClusterRegistry {
   private timer: NodeJS.Timeout | undefined;
   private beats = 0;
   private beating: Promise<void> | undefined;
+  private registeredOnce = false;
   private stopped = false;
   private readonly keys: {
     readonly self: string;
@@ -269,7 +270,8 @@ export class ClusterRegistry {
           .exec(),
       );
       if (this.stopped) return;
-      if (renewed === null) await this.register(entry);
+      // The first heartbeat of a process always registers in full (a predecessor may have left an entry).
+      if (renewed === null || !this.registeredOnce) await this.register(entry);
       await this.refreshLive();
       if (++this.beats % 5 === 0) await this.sweep();
     } catch (error) {
@@ -287,6 +289,12 @@ export class ClusterRegistry {
       for (const id of this.held[kind]) multi.hSet(this.keys.holdings(kind), id, this.self.id);
     if (this.shardCount !== undefined) multi.set(this.keys.shardCount, String(this.shardCount));
     await redis.run('register', () => multi.exec());
+    if (!this.registeredOnce) {
+      // A process that restarts under the same id (a shard respawned, INSTANCE_ID fixed) holds nothing
+      // of what its predecessor held: those entries go now, not when a request finds them stale.
+      this.registeredOnce = true;
+      await this.dropLeftovers();
+    }
     logger.info(
       {
         instance: this.self.id,
@@ -296,6 +304,22 @@ export class ClusterRegistry {
       },
       'registered in the cluster',
     );
+  }
+
+  private async dropLeftovers(): Promise<void> {
+    const { redis, logger } = this.options;
+    let dropped = 0;
+    for (const kind of KINDS) {
+      const all = await redis.run('leftovers', () => redis.client.hGetAll(this.keys.holdings(kind)));
+      for (const [id, owner] of Object.entries(all))
+        if (owner === this.self.id && !this.held[kind].has(id)) {
+          await redis.run('leftovers', () =>
+            redis.client.eval(RELEASE_SCRIPT, { keys: [this.keys.holdings(kind)], arguments: [id, owner] }),
+          );
+          dropped++;
+        }
+    }
+    if (dropped > 0) logger.info({ dropped }, 'dropped what a previous process under this id held');
   }
 
   private async refreshLive(): Promise<void> {

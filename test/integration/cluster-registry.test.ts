@@ -133,6 +133,30 @@ describe('the cluster registry', () => {
     expect((await b.locate('calls', 'CA3'))?.id).toBe('b');
   });
 
+  it('drops at start what a killed predecessor under the same id held', async () => {
+    const p = newPrefix();
+    const first = new RedisConnection(redis.url, logger);
+    first.start();
+    await until(() => first.up);
+    const old = new ClusterRegistry({
+      redis: first,
+      self: { id: 'shard-1', url: 'http://127.0.0.1:1', startedAt: '' },
+      keyPrefix: p,
+      heartbeatMs: HEARTBEAT_MS,
+      ttlMs: 60_000,
+      logger,
+    });
+    old.start();
+    await old.heartbeat(); // registered
+    expect(await old.claim('guilds', '100000000000000009')).toEqual({ ok: true });
+    first.close(); // killed: nothing released, and its entry has not expired yet
+    const b = await instance('b', p);
+    expect((await b.locate('guilds', '100000000000000009'))?.id).toBe('shard-1');
+    // Started again under the same id: it holds nothing yet.
+    await instance('shard-1', p);
+    expect(await b.locate('guilds', '100000000000000009')).toBeUndefined();
+  });
+
   it('leaves at once on a graceful stop', async () => {
     const p = newPrefix();
     const a = await instance('a', p);
