@@ -1,3 +1,8 @@
+/**
+ * One phone call: `Call`, its options, its states and its events. (Just over 400 lines on purpose: the
+ * state machine of one connection, from the start message to the end, reads best whole; its other jobs
+ * are already modules of their own, listed on the class.)
+ */
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';

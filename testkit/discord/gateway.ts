@@ -12,6 +12,9 @@
  * REST: gateway/bot, users/@me, applications/@me, global and guild command overwrites, channel
  * messages; `Bot <token>` or 401. Anything else answers 404 (Discord's error shape) and is logged.
  *
+ * (Over 400 lines on purpose: one protocol peer, REST and gateway sharing its guilds and sessions, with
+ * the guild, member and message objects discord.js reads written out in full.)
+ *
  * Not implemented: compression (zlib-stream, identify `compress`), ETF, rate limits, events replayed
  * on resume, presences, members joining or talking, interactions, every other route.
  */

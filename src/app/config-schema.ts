@@ -1,0 +1,219 @@
+/**
+ * What the configuration may say: the schema `loadConfig` checks default.yaml, the overlay file and the
+ * environment against, and from which docs/configuration.md is generated (`npm run docs:config`).
+ */
+import { z } from 'zod';
+import { flowsSchema } from '../flows/schema.js';
+import { CONFIGURABLE_OUTBOUND, GATEWAYS } from '../protocols/types.js';
+import { SCOPES } from '../service/auth.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const keySchema = z.strictObject({
+  id: z.string().min(1),
+  keyEnv: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'must name an environment variable'),
+  scopes: z.array(z.enum(SCOPES)).min(1),
+});
+
+/** An outbound codec where the gateway leaves it to the deployment (Telnyx, Plivo, jambonz, …). */
+const wireFormatSchema = z.strictObject({
+  encoding: z.enum(['mulaw', 'alaw', 's16le']),
+  sampleRate: z.union([z.literal(8000), z.literal(16_000), z.literal(24_000)]),
+  /** Telnyx L16 only: RTP payloads are big-endian (RFC 3551) unless the account says otherwise. */
+  l16ByteOrder: z.enum(['big', 'little']).optional(),
+});
+
+const castMemberSchema = z.strictObject({
+  voiceId: z.string().min(1),
+  voiceSettings: z
+    .strictObject({
+      stability: z.number().min(0).max(1).optional(),
+      similarityBoost: z.number().min(0).max(1).optional(),
+      style: z.number().min(0).max(1).optional(),
+      useSpeakerBoost: z.boolean().optional(),
+      speed: z.number().min(0.7).max(1.2).optional(),
+    })
+    .optional(),
+});
+
+const snowflake = z.string().regex(/^\d{1,25}$/, 'must be a Discord id (snowflake)');
+
+const discordSchema = z.strictObject({
+  /** Default voice of /say and of every guild. */
+  voiceId: z.string().min(1),
+  /** Register the slash commands in these guilds only (instant); empty: globally. */
+  commandGuildIds: z.array(snowflake),
+  /**
+   * DISCORD_SHARDS: null runs the bot in this process (one shard). A count, or `auto` (what Discord
+   * recommends), runs each shard as a process of its own (discord.js's ShardingManager); needs a cluster.
+   */
+  shards: z.union([z.literal('auto'), z.number().int().min(1).max(10_000)]).nullable(),
+  /** DISCORD_SHARD_IDS: the shards this machine runs (the others run elsewhere); null: all of them. */
+  shardIds: z.array(z.number().int().min(0)).min(1).nullable(),
+  /** Between two shard processes' starts: Discord lets a bot identify once per 5 s (per max_concurrency bucket). */
+  shardSpawnDelayMs: z.number().int().min(0).max(60_000),
+  /** DISCORD_API_URL: Discord's REST API root (`https://discord.com/api`) or a proxy in front of it; null: Discord's. */
+  apiUrl: z.url({ protocol: /^https?$/ }).nullable(),
+  bargeIn: z.strictObject({
+    enabled: z.boolean(),
+    minSpeechMs: z.number().int().min(20).max(5000),
+    maxGapMs: z.number().int().min(0).max(1000),
+    minLevelDbfs: z.number().min(-96).max(0),
+  }),
+  /** Per-guild overrides by guild id, e.g. barge-in off for a noisy table. */
+  guilds: z.record(snowflake, z.strictObject({ bargeIn: z.boolean().optional() })),
+  joinTimeoutMs: z.number().int().min(1000).max(120_000),
+  reconnect: z.strictObject({
+    maxAttempts: z.number().int().min(0).max(100),
+    baseDelayMs: z.number().int().min(0),
+    maxDelayMs: z.number().int().min(0),
+    settleMs: z.number().int().min(0),
+    readyTimeoutMs: z.number().int().min(1000),
+  }),
+  narration: z
+    .strictObject({
+      /** Who speaks untagged text. */
+      narrator: z.string().min(1),
+      /** Character → voice. */
+      cast: z.record(z.string().min(1).max(40), castMemberSchema),
+    })
+    .refine((n) => Object.keys(n.cast).some((name) => name.toLowerCase() === n.narrator.toLowerCase()), {
+      message: 'the narrator must be in the cast',
+    }),
+});
+
+export const configSchema = z.strictObject({
+  server: z.strictObject({
+    host: z.string().min(1),
+    port: z.coerce.number().int().min(0).max(65_535),
+    /** On SIGTERM/SIGINT, how long speech under way may go on before it is cut (ms). */
+    shutdownGraceMs: z.number().int().min(0).max(120_000),
+    /** Host names answered besides loopback names and IP literals (src/http/web-guard.ts). */
+    allowedHosts: z.array(
+      z
+        .string()
+        .regex(/^(\*|\.?[a-z0-9]([a-z0-9.-]*[a-z0-9])?)$/i, 'must be a host name, .domain, or *')
+        .max(253),
+    ),
+    /** Open connections at once (HTTP and WebSocket); past it new ones get 503 and are closed. */
+    maxConnections: z.number().int().min(16).max(1_000_000),
+    /** A connection must send its request headers within this long (slow-loris), ms. */
+    headersTimeoutMs: z.number().int().min(1000).max(300_000),
+    /** A request (headers and body) must arrive within this long, ms; upgrades and responses are not bound. */
+    requestTimeoutMs: z.number().int().min(1000).max(3_600_000),
+    /** An idle keep-alive connection is closed after this long, ms. */
+    keepAliveTimeoutMs: z.number().int().min(100).max(600_000),
+  }),
+  dataDir: z.string().min(1),
+  logLevel: z.enum(LOG_LEVELS),
+  speech: z.strictObject({
+    /**
+     * A remote speech service; null mounts the embedded one. `user:password@` in it is sent as
+     * `Authorization: Basic` (besides the key header) and shown as `[redacted]` in logs.
+     */
+    baseUrl: z.url({ protocol: /^https?$/ }).nullable(),
+    pathPrefix: z.string().regex(/^(\/[^/]+)*$/, 'must be empty or start with / and not end with /'),
+    authHeader: z.enum(['ServicePlatform-APIKey', 'xi-api-key']),
+    modelId: z.string().min(1),
+    firstByteTimeoutMs: z.number().int().positive(),
+    idleTimeoutMs: z.number().int().positive(),
+    maxRetries: z.number().int().min(0).max(10),
+    retryBaseDelayMs: z.number().int().min(0),
+    retryMaxDelayMs: z.number().int().min(0),
+  }),
+  service: z.strictObject({
+    workers: z.number().int().min(0).max(64),
+    /** Speech requests each key of `keys` may have in flight. */
+    maxConcurrentPerKey: z.number().int().positive(),
+    /**
+     * Speech requests voxbridge's own speaking (calls, Discord; an internal key) may have in flight; null:
+     * the larger of maxConcurrentPerKey and 2 × calls.maxCalls (a segment playing and the next prefetching
+     * per call).
+     */
+    internalMaxConcurrent: z.number().int().positive().nullable(),
+    keys: z.array(keySchema),
+    voices: z.strictObject({
+      maxFiles: z.number().int().positive(),
+      maxFileBytes: z.number().int().positive(),
+      maxTotalBytes: z.number().int().positive(),
+      /** Voice uploads being received or analysed at once, all keys together; more get 429. */
+      maxConcurrentUploads: z.number().int().positive(),
+      /** Bytes of samples the voice store may hold (uploads in progress count); past it, 507. */
+      maxStoreBytes: z.number().int().positive(),
+    }),
+  }),
+  calls: z.strictObject({
+    /** Voice of every call unless a flow node or a say request names another. */
+    voiceId: z.string().min(1),
+    gateways: z.array(z.enum(GATEWAYS)).min(1),
+    maxCalls: z.number().int().positive(),
+    /** Media connections that have not sent their start message yet, counted apart from maxCalls. */
+    maxPendingSockets: z.number().int().positive(),
+    /** A media connection without a start message this long after it opened is closed. */
+    startTimeoutMs: z.number().int().min(100).max(60_000),
+    maxPayloadBytes: z.number().int().min(1024),
+    maxMessagesPerSecond: z.number().int().positive(),
+    leadMs: z.number().int().min(20).max(2000),
+    markIntervalMs: z.number().int().min(20).max(5000),
+    /** Audio of repeated prompts kept in memory (bytes of 24 kHz PCM), shared by all calls. */
+    phraseCacheBytes: z.number().int().min(0),
+    /** Outbound codec per gateway where the gateway does not say it in its start message. */
+    formats: z.partialRecord(z.enum(GATEWAYS), wireFormatSchema).superRefine((formats, ctx) => {
+      for (const gateway of Object.keys(formats))
+        if (!(CONFIGURABLE_OUTBOUND as readonly string[]).includes(gateway))
+          ctx.addIssue({
+            code: 'custom',
+            path: [gateway],
+            message: `${gateway} plays what its start message or protocol fixes; only ${CONFIGURABLE_OUTBOUND.join(', ')} take an outbound format`,
+          });
+    }),
+    bargeIn: z.strictObject({
+      enabled: z.boolean(),
+      minSpeechMs: z.number().int().min(20).max(5000),
+      /** While the bot is audible its own echo must not barge in: longer speech is required. */
+      minSpeechWhileAudibleMs: z.number().int().min(20).max(5000),
+    }),
+    /** The flow a call runs when its parameters name none; null: none (driven by the control API). */
+    defaultFlow: z.string().nullable(),
+  }),
+  flows: flowsSchema,
+  discord: discordSchema,
+  cluster: z
+    .strictObject({
+      /** REDIS_URL: null runs one instance, as without a cluster. */
+      redisUrl: z.url({ protocol: /^rediss?$/ }).nullable(),
+      /** INSTANCE_ID; null: `<hostname>-<pid>`. */
+      instanceId: z
+        .string()
+        .regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, ".", "_" and "-", at most 64')
+        .nullable(),
+      /** INSTANCE_URL, the URL other instances reach this one at; null: the address it listens on. */
+      instanceUrl: z.url({ protocol: /^https?$/ }).nullable(),
+      keyPrefix: z.string().regex(/^[A-Za-z0-9:._-]{0,64}$/, 'letters, digits, ":", ".", "_" and "-"'),
+      heartbeatMs: z.number().int().min(100).max(60_000),
+      ttlMs: z.number().int().min(300).max(300_000),
+      /** Connecting to another instance: past this it counts as unreachable (503). */
+      connectTimeoutMs: z.number().int().min(50).max(30_000),
+      phraseCache: z.strictObject({
+        enabled: z.boolean(),
+        maxEntryBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(64 * 1024 * 1024),
+        ttlSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(30 * 86_400),
+        /** A lookup slower than this counts as a miss (the speech service is asked). */
+        timeoutMs: z.number().int().min(1).max(5000),
+      }),
+    })
+    .superRefine((c, ctx) => {
+      if (c.ttlMs < 2 * c.heartbeatMs)
+        ctx.addIssue({ code: 'custom', path: ['ttlMs'], message: 'must be at least twice heartbeatMs' });
+    }),
+});
+
+export type Config = z.infer<typeof configSchema>;
