@@ -57,7 +57,10 @@ export async function startInstance(
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`instance ${id} exited at start:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`instance ${id}: not ready within 30 s:\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL'); // nothing left running behind a failed start
+      throw new Error(`instance ${id}: not ready within 30 s:\n${output}`);
+    }
     const status = await fetch(`${url}/healthz`).then(
       (r) => r.status,
       () => 0,

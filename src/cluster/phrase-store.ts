@@ -8,8 +8,6 @@ import type { Logger } from 'pino';
 import type { SharedPhraseStore } from '../speaker/phrase-cache.js';
 import type { RedisConnection } from './redis.js';
 
-const TIMED_OUT = Symbol('timed out');
-
 export interface RedisPhraseStoreOptions {
   redis: RedisConnection;
   keyPrefix: string;
@@ -41,41 +39,28 @@ export class RedisPhraseStore implements SharedPhraseStore {
 
   async get(key: string): Promise<Uint8Array | undefined> {
     const { redis, timeoutMs } = this.options;
-    if (!redis.up) {
-      this.stats.errors++;
-      return undefined;
-    }
-    let timer: NodeJS.Timeout | undefined;
+    let audio: unknown;
     try {
-      const audio = await Promise.race([
-        redis.binary.get(this.redisKey(key)),
-        new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(resolve, timeoutMs, TIMED_OUT))),
-      ]);
-      if (audio === TIMED_OUT) {
-        this.stats.errors++;
-        return undefined;
-      }
-      if (audio === null || !Buffer.isBuffer(audio) || audio.byteLength > this.maxEntryBytes) {
-        this.stats.misses++;
-        return undefined;
-      }
-      this.stats.hits++;
-      return new Uint8Array(audio.buffer, audio.byteOffset, audio.byteLength);
+      audio = await redis.run('phrase', () => redis.binary.get(this.redisKey(key)), timeoutMs);
     } catch {
+      // Away, slow or failing: a miss, and the speech service is asked.
       this.stats.errors++;
       return undefined;
-    } finally {
-      clearTimeout(timer);
     }
+    if (!Buffer.isBuffer(audio) || audio.byteLength > this.maxEntryBytes) {
+      this.stats.misses++;
+      return undefined;
+    }
+    this.stats.hits++;
+    return new Uint8Array(audio.buffer, audio.byteOffset, audio.byteLength);
   }
 
   put(key: string, audio: Uint8Array): void {
     const { redis, ttlSeconds, logger } = this.options;
-    if (!redis.up || audio.byteLength > this.maxEntryBytes) return;
-    redis.binary
-      .set(this.redisKey(key), Buffer.from(audio.buffer, audio.byteOffset, audio.byteLength), {
-        EX: ttlSeconds,
-      })
+    if (audio.byteLength > this.maxEntryBytes) return;
+    const value = Buffer.from(audio.buffer, audio.byteOffset, audio.byteLength);
+    redis
+      .run('phrase', () => redis.binary.set(this.redisKey(key), value, { EX: ttlSeconds }))
       .then(
         () => void this.stats.stored++,
         (error: unknown) => {

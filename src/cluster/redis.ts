@@ -81,19 +81,16 @@ export class RedisConnection extends EventEmitter<RedisConnectionEvents> {
   }
 
   /**
-   * Runs `command` while Redis is up, bounded by `commandTimeoutMs`: rejects with a
-   * `ClusterUnavailableError` when Redis is down, slow, or the command fails for the connection.
+   * Runs `command` while Redis is up, bounded by `timeoutMs` (default `commandTimeoutMs`): rejects with
+   * a `ClusterUnavailableError` when Redis is down, slow, or the command fails for the connection.
    */
-  async run<T>(what: string, command: () => Promise<T>): Promise<T> {
+  async run<T>(what: string, command: () => Promise<T>, timeoutMs = this.commandTimeoutMs): Promise<T> {
     if (!this.up) throw new ClusterUnavailableError(`redis is unreachable (${what})`);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () =>
-          reject(
-            new ClusterUnavailableError(`redis did not answer within ${this.commandTimeoutMs} ms (${what})`),
-          ),
-        this.commandTimeoutMs,
+        () => reject(new ClusterUnavailableError(`redis did not answer within ${timeoutMs} ms (${what})`)),
+        timeoutMs,
       );
     });
     try {
