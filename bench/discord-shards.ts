@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeDiscord } from '../testkit/discord/gateway.js';
 import { makeTestCertificate } from '../testkit/discord/tls.js';
+import { speechRun } from '../testkit/discord/voice-server.js';
 import { startInstance, type Instance } from '../testkit/instance.js';
 import { TestRedis } from '../testkit/redis.js';
 import { fmt, percentile, printTable } from './stats.js';
@@ -63,16 +64,10 @@ async function speakInEvery(instance: Instance, discord: FakeDiscord, n: number)
   await new Promise((r) => setTimeout(r, 300));
   const row: Row = { holes: 0, underruns: 0, lateness: [], failed: 0 };
   for (let i = 0; i < n; i++) {
-    const packets = voice.received(voice.ssrcOf(guildId(i))).slice(starts[i]);
-    const first = packets.findIndex((p) => !p.silence);
-    let last = -1;
-    packets.forEach((p, k) => {
-      if (!p.silence) last = k;
-    });
-    if (first < 0) continue;
-    const run = packets.slice(first, last + 1);
-    row.holes += run.filter((p) => p.silence).length;
-    run.forEach((p, k) => row.lateness.push(p.arrivalMs - (run[0]!.arrivalMs + k * 20)));
+    const run = speechRun(voice.received(voice.ssrcOf(guildId(i))).slice(starts[i]));
+    if (!run) continue;
+    row.holes += run.holes;
+    row.lateness.push(...run.drift);
   }
   for (const a of answers)
     for (const u of a['utterances'] as Array<{ status: string; underruns: number }>) {

@@ -24,6 +24,7 @@ import {
   FakeVoiceServer,
   type ReceivedPacket,
   loudVoice,
+  speechRun,
 } from '../testkit/discord/voice-server.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
@@ -229,17 +230,11 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
         let speechPackets = 0;
         const lateness: number[] = [];
         for (let i = 0; i < n; i++) {
-          const packets = r.server.received(r.server.ssrcOf(guildId(i))).slice(starts[i]);
-          const first = packets.findIndex((p) => !p.silence);
-          let lastSpeech = -1;
-          packets.forEach((p, k) => {
-            if (!p.silence) lastSpeech = k;
-          });
-          if (first < 0) continue;
-          const run = packets.slice(first, lastSpeech + 1);
-          holes += run.filter((p) => p.silence).length;
-          speechPackets += run.length;
-          run.forEach((p, k) => lateness.push(p.arrivalMs - (run[0]!.arrivalMs + k * 20)));
+          const run = speechRun(r.server.received(r.server.ssrcOf(guildId(i))).slice(starts[i]));
+          if (!run) continue;
+          holes += run.holes;
+          speechPackets += run.packets;
+          lateness.push(...run.drift);
         }
         const underruns = results.reduce((s, x) => s + x.metrics.underruns, 0);
         const failed = results.filter((x) => x.status !== 'played').length;

@@ -7,7 +7,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ import { parseWav } from '../../src/audio/wav.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
 import { espeakSpeech, probeWithFfmpeg, wavFile } from '../../testkit/audio.js';
 import { SseReader } from '../../testkit/sse.js';
+import { freePort } from '../../testkit/ports.js';
 
 const CLI = compiledModule('cli/main.js').pathname;
 const MEDIA_TOKEN = 'cli-test-media-token-0123456789';
@@ -98,14 +98,6 @@ function voicedMs(samples: Float32Array, sampleRate: number): number {
   return voiced * 20;
 }
 
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe('voxbridge say', () => {
   it('streams a WAV of the right rate, with speech in it and its real sizes in the header', async () => {
     const out = join(work, 'hello.wav');
@@ -168,7 +160,7 @@ describe('voxbridge say', () => {
   });
 
   it('no service, or a wrong key: exit 1, a clear message, and the key is never printed', async () => {
-    const port = await closedPort();
+    const port = await freePort(); // free, so nothing answers there
     const absent = await cli(['say', '-o', 'x.wav', 'Hi.'], {
       env: { SPEECH_BASE_URL: `http://127.0.0.1:${port}`, SPEECH_API_KEY: KEYS.main },
     });

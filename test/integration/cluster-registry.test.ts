@@ -50,21 +50,30 @@ async function connection(): Promise<RedisConnection> {
   return c;
 }
 
-/** One instance's registry, under a key prefix of this test's own. */
-async function instance(id: string, prefix: string): Promise<ClusterRegistry> {
+/** One instance's registry on a connection of its own, under a key prefix of this test's own. */
+async function started(
+  id: string,
+  prefix: string,
+  ttlMs = TTL_MS,
+): Promise<{ registry: ClusterRegistry; connection: RedisConnection }> {
+  const c = await connection();
   const registry = new ClusterRegistry({
-    redis: await connection(),
+    redis: c,
     self: { id, url: `http://127.0.0.1:1/${id}`, startedAt: new Date().toISOString() },
     keyPrefix: prefix,
     heartbeatMs: HEARTBEAT_MS,
-    ttlMs: TTL_MS,
+    ttlMs,
     logger,
   });
   registry.start();
   cleanup.push(() => registry.stop());
   await until(() => registry.instances().length >= 1 && registry.available, 5000, 'registration');
   await registry.heartbeat();
-  return registry;
+  return { registry, connection: c };
+}
+
+async function instance(id: string, prefix: string): Promise<ClusterRegistry> {
+  return (await started(id, prefix)).registry;
 }
 
 function newPrefix(): string {
@@ -105,19 +114,8 @@ describe('the cluster registry', () => {
 
   it('forgets a killed instance within ttl + heartbeat, and lets its calls be taken over', async () => {
     const p = newPrefix();
-    const doomed = new RedisConnection(redis.url, logger);
-    doomed.start();
-    await until(() => doomed.up);
-    const a = new ClusterRegistry({
-      redis: doomed,
-      self: { id: 'a', url: 'http://127.0.0.1:1', startedAt: '' },
-      keyPrefix: p,
-      heartbeatMs: HEARTBEAT_MS,
-      ttlMs: TTL_MS,
-      logger,
-    });
-    a.start();
-    await until(async () => (await a.claim('calls', 'CA3')).ok);
+    const { registry: a, connection: doomed } = await started('a', p);
+    expect(await a.claim('calls', 'CA3')).toEqual({ ok: true });
     const b = await instance('b', p);
     expect((await b.locate('calls', 'CA3'))?.id).toBe('a');
     // "Killed": it stops renewing and never says goodbye.
@@ -135,19 +133,7 @@ describe('the cluster registry', () => {
 
   it('drops at start what a killed predecessor under the same id held', async () => {
     const p = newPrefix();
-    const first = new RedisConnection(redis.url, logger);
-    first.start();
-    await until(() => first.up);
-    const old = new ClusterRegistry({
-      redis: first,
-      self: { id: 'shard-1', url: 'http://127.0.0.1:1', startedAt: '' },
-      keyPrefix: p,
-      heartbeatMs: HEARTBEAT_MS,
-      ttlMs: 60_000,
-      logger,
-    });
-    old.start();
-    await old.heartbeat(); // registered
+    const { registry: old, connection: first } = await started('shard-1', p, 60_000);
     expect(await old.claim('guilds', '100000000000000009')).toEqual({ ok: true });
     first.close(); // killed: nothing released, and its entry has not expired yet
     const b = await instance('b', p);

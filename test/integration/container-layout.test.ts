@@ -7,12 +7,12 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { cp, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/paths.js';
+import { freePort } from '../../testkit/ports.js';
 
 const run = promisify(execFile);
 
@@ -35,14 +35,6 @@ function parseDockerfile(text: string): Stage[] {
     else stages.at(-1)?.instructions.push({ op: op.toUpperCase(), args: args.replace(/\s+/g, ' ') });
   }
   return stages;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
 }
 
 let dir: string;

@@ -106,6 +106,26 @@ interface Session {
   decoder: OpusScript | undefined;
 }
 
+/**
+ * The run of speech in `packets` (first to last non-silent packet, one guild's): the silent packets
+ * inside it (holes the listener heard), and each packet's drift from a steady 20 ms cadence after the
+ * first (arrival − (first arrival + k × 20 ms)). Undefined when there is no speech.
+ */
+export function speechRun(
+  packets: readonly ReceivedPacket[],
+): { packets: number; holes: number; drift: number[] } | undefined {
+  const first = packets.findIndex((p) => !p.silence);
+  if (first < 0) return undefined;
+  let last = first;
+  for (let k = first; k < packets.length; k++) if (!packets[k]!.silence) last = k;
+  const run = packets.slice(first, last + 1);
+  return {
+    packets: run.length,
+    holes: run.filter((p) => p.silence).length,
+    drift: run.map((p, k) => p.arrivalMs - (run[0]!.arrivalMs + k * 20)),
+  };
+}
+
 export interface FakeVoiceServerOptions {
   cert: string;
   key: string;
