@@ -116,10 +116,12 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     await speech.close();
     throw error;
   }
+  const { vadWorkers } = calls;
   const metrics = new VoxbridgeMetrics({
     activeCalls: () => calls.calls.list().length,
     activeGuilds: () => discord.guilds.list().length,
     engineQueueDepth: () => speech.service?.engineQueueDepth,
+    vad: vadWorkers && (() => ({ queueDepth: vadWorkers.queueDepth, restarts: vadWorkers.stats.restarts })),
     cluster:
       cluster &&
       (() => ({ ...cluster.status(), ...cluster.forwarder.stats, phrases: cluster.phrases?.stats })),

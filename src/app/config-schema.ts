@@ -172,6 +172,11 @@ export const configSchema = z.strictObject({
       minSpeechMs: z.number().int().min(20).max(5000),
       /** While the bot is audible its own echo must not barge in: longer speech is required. */
       minSpeechWhileAudibleMs: z.number().int().min(20).max(5000),
+      /**
+       * Worker threads that run the voice-activity model, off the event loop: 'auto' one per core, 0
+       * on the event loop itself (one process, few calls).
+       */
+      workers: z.union([z.literal('auto'), z.number().int().min(0).max(64)]),
     }),
     /** The flow a call runs when its parameters name none; null: none (driven by the control API). */
     defaultFlow: z.string().nullable(),

@@ -103,6 +103,10 @@ function envOverrides(env: Env): Record<string, unknown> {
   if (env['SPEECH_BASE_URL']) o['speech'] = { baseUrl: env['SPEECH_BASE_URL'].replace(/\/+$/, '') };
   if (env['DATA_DIR']) o['dataDir'] = env['DATA_DIR'];
   if (env['LOG_LEVEL']) o['logLevel'] = env['LOG_LEVEL'];
+  if (env['VAD_WORKERS'])
+    o['calls'] = {
+      bargeIn: { workers: env['VAD_WORKERS'] === 'auto' ? 'auto' : Number(env['VAD_WORKERS']) },
+    };
   const cluster: Record<string, unknown> = {};
   if (env['REDIS_URL']) cluster['redisUrl'] = env['REDIS_URL'];
   if (env['INSTANCE_ID']) cluster['instanceId'] = env['INSTANCE_ID'];

@@ -18,6 +18,8 @@ export interface MetricsSources {
   activeGuilds(): number;
   /** Jobs waiting for a local engine worker (undefined: no embedded service). */
   engineQueueDepth(): number | undefined;
+  /** The voice-activity model's worker threads; undefined when they do not run. */
+  vad?: (() => { queueDepth: number; restarts: number }) | undefined;
   /** This instance's view of its cluster; undefined (no cluster metrics) without REDIS_URL. */
   cluster?: (() => ClusterMetrics) | undefined;
 }
@@ -76,6 +78,26 @@ export class VoxbridgeMetrics {
         this.set(sources.engineQueueDepth() ?? 0);
       },
     });
+    const vad = sources.vad;
+    if (vad) {
+      new Gauge({
+        name: 'voxbridge_vad_queue_depth',
+        help: "Caller audio windows waiting for the voice-activity model's worker threads",
+        registers,
+        collect() {
+          this.set(vad().queueDepth);
+        },
+      });
+      new Counter({
+        name: 'voxbridge_vad_worker_restarts_total',
+        help: 'Voice-activity worker threads that died and were replaced (their windows judged by the energy gate)',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(vad().restarts);
+        },
+      });
+    }
     const cluster = sources.cluster;
     if (cluster) {
       new Gauge({

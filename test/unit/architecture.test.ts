@@ -11,7 +11,8 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 
 /** Bottom first. Each entry is a unit: a folder (or file) whose modules may import one another. */
 const LAYERS: ReadonlyArray<readonly string[]> = [
-  ['src/paths.ts', 'src/types', 'src/async', 'src/audio', 'src/http'],
+  ['src/paths.ts', 'src/types'],
+  ['src/async', 'src/audio', 'src/http'],
   ['src/protocols', 'src/speech', 'src/flows'],
   ['src/speaker'],
   ['src/control', 'src/cluster'],

@@ -11,7 +11,7 @@ import type { Call } from '../../../adapters/media-stream/call.js';
 import { controlApi } from '../../../adapters/media-stream/control-api.js';
 import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
 import { designResampler } from '../../audio/resampler.js';
-import { SileroModel } from '../../audio/vad/index.js';
+import { SileroModel, startVadWorkers, type VadWorkerPool } from '../../audio/vad/index.js';
 import type { Route } from '../../http/router.js';
 import { PROTOCOLS } from '../../protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../protocols/types.js';
@@ -26,6 +26,8 @@ const CALL_OUTPUT_RATES = [8000, 16_000];
 export interface CallsPart {
   readonly calls: MediaStreamServer;
   readonly routes: readonly Route[];
+  /** The voice-activity model's worker threads; undefined when barge-in is off or runs on the event loop. */
+  readonly vadWorkers: VadWorkerPool | undefined;
   close(): Promise<void>;
 }
 
@@ -45,11 +47,16 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
   const { bargeIn } = config.calls;
   // Design the resampler filters now (≈ 12 ms each the first time), not in a first call's first frames.
   for (const rate of CALL_OUTPUT_RATES) designResampler(SPEAKER_SAMPLE_RATE, rate);
-  // One voice-activity model for every call, loaded before the first call can arrive.
-  const vad = bargeIn.enabled ? await SileroModel.load() : undefined;
+  const logger = options.logger.child({ part: 'calls' });
+  // One voice-activity model for every call, loaded before the first call can arrive: in worker
+  // threads, so that many calls' pacing never waits for an inference.
+  const vadWorkers =
+    bargeIn.enabled && bargeIn.workers !== 0
+      ? await startVadWorkers({ workers: bargeIn.workers, logger: logger.child({ part: 'vad' }) })
+      : undefined;
+  const vad = vadWorkers?.model ?? (bargeIn.enabled ? await SileroModel.load() : undefined);
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
-  const logger = options.logger.child({ part: 'calls' });
   const calls = new MediaStreamServer({
     server: options.server,
     guard: options.guard,
@@ -94,7 +101,11 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
   return {
     calls,
     routes: [{ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) }],
-    close: () => calls.close(),
+    vadWorkers,
+    close: async () => {
+      await calls.close();
+      await vadWorkers?.close();
+    },
   };
 }
 

@@ -54,6 +54,8 @@ export interface DetectorStats {
   inferences: number;
   /** Windows that would have woken Silero but were judged by the gate alone, the detector being behind. */
   skipped: number;
+  /** Inferences that failed (a VAD worker died): their windows were judged by the gate alone. */
+  failed: number;
 }
 
 /** A window under this probability ends a run of speech once enough of them follow. */
@@ -112,7 +114,7 @@ export class SpeechOnsetDetector {
   /** Bumped by reset(): work queued before it is dropped. */
   private epoch = 0;
   private chain: Promise<unknown> = Promise.resolve();
-  private readonly counts: DetectorStats = { windows: 0, inferences: 0, skipped: 0 };
+  private readonly counts: DetectorStats = { windows: 0, inferences: 0, skipped: 0, failed: 0 };
 
   constructor(model: SileroModel, options: DetectorOptions) {
     this.sampleRate = options.sampleRate;
@@ -221,18 +223,18 @@ export class SpeechOnsetDetector {
       for (const earlier of this.preroll.slice(this.preroll.length - missed)) {
         const pe = await this.infer(earlier);
         if (epoch !== this.epoch) return undefined;
+        if (pe === undefined) break;
         if (judgeEarlier && pe >= this.threshold) onset ??= this.judge(pe, earlier.startMs, botAudible);
       }
       this.idleWindows = 0;
       const p = await this.infer(w);
       if (epoch !== this.epoch) return undefined;
-      onset ??= this.judge(p, w.startMs, botAudible);
+      onset ??=
+        p === undefined ? this.gateAlone(open, w.startMs, botAudible) : this.judge(p, w.startMs, botAudible);
     } else {
       this.idleWindows++;
       if (wanted) this.counts.skipped++;
-      // Behind: the gate carries on a run Silero began, but never starts one.
-      if (!open) onset ??= this.judge(0, w.startMs, botAudible);
-      else if (this.runStartMs !== undefined) onset ??= this.judge(this.threshold, w.startMs, botAudible);
+      onset ??= this.gateAlone(open, w.startMs, botAudible);
     }
     this.preroll.push(w);
     if (this.preroll.length > PREROLL_WINDOWS) this.preroll.shift();
@@ -240,9 +242,22 @@ export class SpeechOnsetDetector {
     return onset;
   }
 
-  private infer(w: Window): Promise<number> {
+  /** Silero's probability for the window; undefined when it could not run (a VAD worker died). */
+  private async infer(w: Window): Promise<number | undefined> {
     this.counts.inferences++;
-    return this.silero.probability(w.samples);
+    try {
+      return await this.silero.probability(w.samples);
+    } catch {
+      this.counts.failed++;
+      return undefined;
+    }
+  }
+
+  /** Without Silero (behind, or its worker gone): the gate carries on a run Silero began, never starts one. */
+  private gateAlone(open: boolean, startMs: number, botAudible: boolean): SpeechOnset | undefined {
+    if (!open) return this.judge(0, startMs, botAudible);
+    if (this.runStartMs !== undefined) return this.judge(this.threshold, startMs, botAudible);
+    return undefined;
   }
 
   /** Too much queued, or too slow of late, for Silero to be worth its time now. */

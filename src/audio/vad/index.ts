@@ -1,5 +1,5 @@
 export { EnergyGate } from './energy-gate.js';
-export { SileroModel, SileroStream, sileroModelPath, type VadSampleRate } from './silero.js';
+export { SileroModel, SileroSession, SileroStream, sileroModelPath, type VadSampleRate } from './silero.js';
 export {
   MAX_LAG_MS,
   MAX_QUEUED_WINDOWS,
@@ -9,3 +9,4 @@ export {
   type PushInfo,
   type SpeechOnset,
 } from './detector.js';
+export { startVadWorkers, VadWorkerError, VadWorkerPool, type VadWorkersOptions } from './pool.js';

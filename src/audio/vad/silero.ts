@@ -7,7 +7,8 @@
  * `@ricky0123/vad-web` (ISC; the model MIT) and is read from node_modules: nothing is fetched at run
  * time.
  *
- * One `SileroModel` per process; each call gets a `SileroStream` with its own recurrent state and
+ * One `SileroModel` per process, run in this thread (`SileroModel.load`) or in worker threads
+ * (`startVadWorkers`, vad/pool.ts); each call gets a `SileroStream` with its own recurrent state and
  * context. v5 needs each window prefixed with the previous window's last samples (32 at 8 kHz, 64 at
  * 16 kHz): without that context its recall at 8 kHz collapses.
  */
@@ -37,8 +38,22 @@ export function sileroModelPath(): string {
   return join(dirname(require.resolve('@ricky0123/vad-web')), 'silero_vad_v5.onnx');
 }
 
-export class SileroModel {
+/** What runs Silero's windows: a session in this thread, or a pool of worker threads. */
+export interface SileroRunner {
   /** What runs the model, for logs and benchmarks. */
+  readonly runtime: string;
+  /** One window with its context; the speech probability and the next state. */
+  run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult>;
+  close(): Promise<void>;
+}
+
+export interface SileroResult {
+  p: number;
+  state: Float32Array;
+}
+
+/** One onnxruntime session in this thread (the main one, or a VAD worker's). */
+export class SileroSession implements SileroRunner {
   readonly runtime: string;
   /**
    * Runs are serialised: one WASM instance, one inference at a time. (Concurrent `run()`s with
@@ -46,6 +61,7 @@ export class SileroModel {
    */
   private chain: Promise<unknown> = Promise.resolve();
   private readonly rates = new Map<VadSampleRate, Tensor>();
+  private warmedUp = 0;
 
   private constructor(
     private readonly ort: Ort,
@@ -54,58 +70,35 @@ export class SileroModel {
     this.runtime = `onnxruntime-web ${ort.env.versions.web ?? '?'} (WASM, 1 thread)`;
   }
 
-  /**
-   * The process's model, loaded on the first call (≈ 0.3 s) and shared by every later one: one
-   * session serves all calls, each with its own `SileroStream`. It is run a little first: V8 compiles
-   * the WASM engine's hot code in the background after its first runs, and until then an inference
-   * costs 5–10× more (≈ 1.5 ms instead of 0.25 ms).
-   */
-  static async load(options: { warmupWindows?: number } = {}): Promise<SileroModel> {
-    const loading = (SileroModel.shared ??= SileroModel.create());
-    loading.catch(() => {
-      if (SileroModel.shared === loading) SileroModel.shared = undefined;
-    });
-    const model = await loading;
-    await model.warmUp(options.warmupWindows ?? WARMUP_WINDOWS);
-    return model;
-  }
-
-  private static shared: Promise<SileroModel> | undefined;
-
-  private static async create(): Promise<SileroModel> {
+  /** Loads the model (≈ 0.3 s) and runs it a little (see `warmUp`). */
+  static async create(warmupWindows = WARMUP_WINDOWS): Promise<SileroSession> {
     const ort = await import('onnxruntime-web');
     // One thread: the process has other work, and calls run their windows one after another anyway.
     ort.env.wasm.numThreads = 1;
-    const session = await ort.InferenceSession.create(await readFile(sileroModelPath()));
-    return new SileroModel(ort, session);
+    const session = new SileroSession(
+      ort,
+      await ort.InferenceSession.create(await readFile(sileroModelPath())),
+    );
+    await session.warmUp(warmupWindows);
+    return session;
   }
 
-  private warmedUp = 0;
-
-  /** Runs the model on `windows` windows of a tone, less those it already ran at an earlier load. */
-  private async warmUp(windows: number): Promise<void> {
-    const warm = this.stream(8000);
-    const window = new Int16Array(WINDOW[8000].samples);
+  /**
+   * Runs the model on `windows` windows of a tone, less those it already ran. V8 compiles the WASM
+   * engine's hot code in the background after its first runs, and until then an inference costs 5–10×
+   * more (≈ 1.5 ms instead of 0.25 ms).
+   */
+  async warmUp(windows: number): Promise<void> {
+    const { samples, context } = WINDOW[8000];
+    let state: Float32Array = new Float32Array(STATE_SIZE);
+    const input = new Float32Array(context + samples);
     for (; this.warmedUp < windows; this.warmedUp++) {
-      for (let j = 0; j < window.length; j++) window[j] = Math.round(1000 * Math.sin(this.warmedUp + j / 7));
-      await warm.probability(window);
+      for (let j = 0; j < input.length; j++) input[j] = 0.03 * Math.sin(this.warmedUp + j / 7);
+      state = (await this.run(input, state, 8000)).state;
     }
   }
 
-  stream(sampleRate: VadSampleRate): SileroStream {
-    return new SileroStream(this, sampleRate);
-  }
-
-  windowSamples(sampleRate: VadSampleRate): number {
-    return WINDOW[sampleRate].samples;
-  }
-
-  /** @internal one window with its context; returns the speech probability and the next state. */
-  run(
-    input: Float32Array,
-    state: Float32Array,
-    sampleRate: VadSampleRate,
-  ): Promise<{ p: number; state: Float32Array }> {
+  run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult> {
     const { ort, session } = this;
     let sr = this.rates.get(sampleRate);
     if (!sr) {
@@ -124,6 +117,57 @@ export class SileroModel {
     });
     this.chain = next.catch(() => undefined);
     return next;
+  }
+
+  async close(): Promise<void> {
+    await this.chain;
+    await this.session.release();
+  }
+}
+
+/** Silero for every call of a process: hands each call a `SileroStream`, runs windows on its runner. */
+export class SileroModel {
+  constructor(private readonly runner: SileroRunner) {}
+
+  /** What runs the model, for logs and benchmarks. */
+  get runtime(): string {
+    return this.runner.runtime;
+  }
+
+  /**
+   * The process's in-thread model, loaded on the first call (≈ 0.3 s) and shared by every later one:
+   * one session serves all calls, each with its own `SileroStream`. (`startVadWorkers` runs it off the
+   * event loop instead.)
+   */
+  static async load(options: { warmupWindows?: number } = {}): Promise<SileroModel> {
+    const loading = (SileroModel.shared ??= SileroSession.create(0).then((s) => new SileroModel(s)));
+    loading.catch(() => {
+      if (SileroModel.shared === loading) SileroModel.shared = undefined;
+    });
+    const model = await loading;
+    await (model.runner as SileroSession).warmUp(options.warmupWindows ?? WARMUP_WINDOWS);
+    return model;
+  }
+
+  private static shared: Promise<SileroModel> | undefined;
+
+  stream(sampleRate: VadSampleRate): SileroStream {
+    return new SileroStream(this, sampleRate);
+  }
+
+  windowSamples(sampleRate: VadSampleRate): number {
+    return WINDOW[sampleRate].samples;
+  }
+
+  /** @internal one window with its context; returns the speech probability and the next state. */
+  run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult> {
+    return this.runner.run(input, state, sampleRate);
+  }
+
+  /** Stops its runner (a worker pool's threads); the shared in-thread model is never closed. */
+  async close(): Promise<void> {
+    if (SileroModel.shared && this === (await SileroModel.shared.catch(() => undefined))) return;
+    await this.runner.close();
   }
 }
 
