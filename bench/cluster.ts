@@ -124,6 +124,15 @@ async function hopLatency(holders: Holder[]): Promise<{ direct: number[]; hop: n
   return { direct, hop };
 }
 
+/** The instance's event-loop delay since its last scrape (prom-client resets it on each). */
+async function loopLag(h: Holder): Promise<{ p50: number; p99: number; max: number }> {
+  const res = await fetch(`${h.instance.url}/metrics`, { headers: HEADERS });
+  const text = await res.text();
+  const value = (name: string): number =>
+    1000 * Number(new RegExp(`^voxbridge_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text)?.[1]);
+  return { p50: value('p50'), p99: value('p99'), max: value('max') };
+}
+
 async function redisCommands(url: string): Promise<number> {
   const c = createClient({ url });
   await c.connect();
@@ -175,7 +184,9 @@ export async function benchCluster(callsPerInstance = 250): Promise<void> {
       rows.push([`2 instances on Redis`, String(n), 'through the other', ...hop.row]);
     }
     console.log('  two instances done');
+    await Promise.all(holders.map((h) => loopLag(h))); // a scrape resets the event-loop histogram
     const latency = await hopLatency(holders);
+    const lags = await Promise.all(holders.map((h) => loopLag(h)));
     printTable(
       'Cluster: a cached prompt on every call at once (each instance a process; gateways in processes of their own)',
       [
@@ -205,6 +216,11 @@ export async function benchCluster(callsPerInstance = 250): Promise<void> {
           fmt(percentile(latency.hop, 99) - percentile(latency.direct, 99), 2),
         ],
       ],
+    );
+    console.log(
+      `Event-loop delay of each instance while this was measured (ms, p50 / p99 / max, each with the 10 ms sampling interval of prom-client in it): ${lags
+        .map((l) => `${fmt(l.p50, 1)} / ${fmt(l.p99, 1)} / ${fmt(l.max, 1)}`)
+        .join(', ')}: every request waits for it on each instance it passes.`,
     );
     console.log(
       `Redis: ${fmt(commands / seconds / n, 3)} commands per second per call while ${n} calls speak, each say ` +

@@ -26,7 +26,7 @@ import {
   type RouteHandler,
 } from '../../src/http/http.js';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
-import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/control/say-request.js';
+import { readSay, sendInvalid } from '../../src/control/say-request.js';
 import { utteranceResultJson } from '../../src/control/result.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
@@ -65,7 +65,7 @@ export function describeGuild(voice: GuildVoice, guilds: DiscordGuilds): Record<
 
 export function discordControlApi(options: DiscordControlOptions): RouteHandler {
   const { guilds } = options;
-  return async (req, res, path) => {
+  return async (req, res, path, url) => {
     if (!bearerAuthorized(req, options.controlToken)) {
       sendUnauthorized(res);
       return true;
@@ -130,18 +130,34 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         return true;
       }
       case 'say': {
-        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
+        // PUT: a text streamed with `curl -T -`.
+        if (method !== 'POST' && method !== 'PUT') return sendMethodNotAllowed(res, 'POST, PUT');
         const voice = guilds.get(guildId);
-        if (!voice) return notInVoice();
-        const read = await readJsonBody(req, res, SAY_MAX_BODY_BYTES);
-        if (!read) return true;
-        const parsed = sayRequest.safeParse(read.body);
-        if (!parsed.success) {
-          sendInvalid(res, parsed.error);
+        if (!voice) {
+          req.resume();
+          return notInVoice();
+        }
+        const input = await readSay(req, res, url);
+        if (!input) return true;
+        const { text, voice_id, interruptible, now, wait } = input;
+        const { cast, narrator } = guilds.settings.narration;
+        if (typeof text !== 'string') {
+          // Streamed: spoken as it arrives in one voice (the narrator's, or voice_id); tags need a whole script.
+          const handle = voice.say(text, {
+            voiceId: voice_id ?? cast[narrator]?.voiceId,
+            interruptible,
+            ...(now ? { priority: 'now' as const } : {}),
+          });
+          if (wait === false) {
+            sendJson(res, 202, { utterances: [{ id: handle.id, character: narrator }] });
+            return true;
+          }
+          const result = await handle.result;
+          sendJson(res, 200, {
+            utterances: [{ id: handle.id, character: narrator, ...utteranceResultJson(result) }],
+          });
           return true;
         }
-        const { text, voice_id, interruptible, now, wait } = parsed.data;
-        const { cast, narrator } = guilds.settings.narration;
         let lines: ScriptLine[];
         try {
           lines = parseScript(text, cast, narrator);

@@ -15,7 +15,7 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       flow: string | null;
       parameters: Record<string, string>;
     }
-  | { type: 'utterance.started'; utteranceId: string; text: string }
+  | { type: 'utterance.started'; utteranceId: string; text: string | null }
   | { type: 'utterance.finished'; utteranceId: string; result: PublicResult }
   | {
       type: 'barge-in';

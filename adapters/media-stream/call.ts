@@ -341,11 +341,16 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   /** Speaks on this call (flows and the control API). Throws unless the call is active. */
-  say(text: string, options: SayOptions = {}): UtteranceHandle {
+  say(text: string | AsyncIterable<string>, options: SayOptions = {}): UtteranceHandle {
     const state = this.#state;
     if (state.status !== 'active') throw new CallNotActiveError(this.id, state.status);
     const handle = state.speaker.say(text, options);
-    this.emitEvent({ type: 'utterance.started', utteranceId: handle.id, text });
+    // A streamed text is not known yet: its `utterance.finished` says what was heard.
+    this.emitEvent({
+      type: 'utterance.started',
+      utteranceId: handle.id,
+      text: typeof text === 'string' ? text : null,
+    });
     return handle;
   }
 

@@ -7,14 +7,13 @@ import type { WireFormat } from '../../src/audio/framer.js';
 import {
   bearerAuthorized,
   pathSegments,
-  readJsonBody,
   sendBadPath,
   sendJson,
   sendMethodNotAllowed,
   sendUnauthorized,
   type RouteHandler,
 } from '../../src/http/http.js';
-import { SAY_MAX_BODY_BYTES, sayRequest, sendInvalid } from '../../src/control/say-request.js';
+import { readSay } from '../../src/control/say-request.js';
 import { EventStream } from '../../src/http/event-stream.js';
 import { interruptResultJson, utteranceResultJson } from '../../src/control/result.js';
 import { toWire, type CallEvent } from './call-events.js';
@@ -74,8 +73,9 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
         } else sendMethodNotAllowed(res, 'GET, DELETE');
         return true;
       case 'say':
-        if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
-        await say(call, req, res);
+        // PUT: a text streamed with `curl -T -`.
+        if (method !== 'POST' && method !== 'PUT') return sendMethodNotAllowed(res, 'POST, PUT');
+        await say(call, req, res, url);
         return true;
       case 'interrupt':
         if (method !== 'POST') return sendMethodNotAllowed(res, 'POST');
@@ -92,15 +92,10 @@ export function controlApi(calls: MediaStreamServer, controlToken: string | unde
   };
 }
 
-async function say(call: Call, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const read = await readJsonBody(req, res, SAY_MAX_BODY_BYTES);
-  if (!read) return;
-  const parsed = sayRequest.safeParse(read.body);
-  if (!parsed.success) {
-    sendInvalid(res, parsed.error);
-    return;
-  }
-  const { text, voice_id, interruptible, now, wait } = parsed.data;
+async function say(call: Call, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const input = await readSay(req, res, url);
+  if (!input) return;
+  const { text, voice_id, interruptible, now, wait } = input;
   let handle;
   try {
     handle = call.say(text, {

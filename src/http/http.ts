@@ -37,10 +37,34 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
   return Buffer.concat(parts, size);
 }
 
+/**
+ * A text body as it arrives, decoded as UTF-8 chunk by chunk (a character split between chunks is kept
+ * whole), for a client that streams what it writes (an LLM's output through `curl -T -`). Throws
+ * `BodyTooLargeError` once more than `limitChars` UTF-16 units came.
+ */
+export async function* readTextStream(req: IncomingMessage, limitChars: number): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8');
+  let chars = 0;
+  for await (const chunk of req) {
+    const text = decoder.decode(chunk as Buffer, { stream: true });
+    chars += text.length;
+    if (chars > limitChars) {
+      req.resume();
+      throw new BodyTooLargeError(limitChars, 'characters');
+    }
+    if (text) yield text;
+  }
+  const tail = decoder.decode();
+  if (tail) yield tail;
+}
+
 export class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
-  constructor(readonly limitBytes: number) {
-    super(`request body exceeds ${limitBytes} bytes`);
+  constructor(
+    readonly limitBytes: number,
+    unit: 'bytes' | 'characters' = 'bytes',
+  ) {
+    super(`request body exceeds ${limitBytes} ${unit}`);
   }
 }
 
@@ -72,6 +96,11 @@ export function sendMethodNotAllowed(res: ServerResponse, allow: string): true {
 /** `application/json` or a `+json` type, with any parameters (`; charset=utf-8`). */
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 
+/** Whether a Content-Type is JSON (`application/json`, `application/*+json`, with parameters or not). */
+export function isJsonType(type: string | undefined): boolean {
+  return JSON_TYPE.test(type ?? '');
+}
+
 /**
  * A JSON body, or undefined after answering 415 (not sent as `application/json`), 413 (too large) or 400
  * (not JSON) itself. The type is required: a web page can send `text/plain` anywhere without asking the
@@ -82,7 +111,7 @@ export async function readJsonBody(
   res: ServerResponse,
   limitBytes: number,
 ): Promise<{ body: unknown } | undefined> {
-  if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) {
+  if (!isJsonType(req.headers['content-type'])) {
     sendJson(res, 415, { error: 'the body must be sent as Content-Type: application/json' });
     req.resume();
     return undefined;

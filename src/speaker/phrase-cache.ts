@@ -1,3 +1,5 @@
+import type { CharacterAlignment } from '../speech/alignment.js';
+
 /** What decides a synthesized phrase's audio: the same key, the same request body. */
 export interface PhraseKey {
   voiceId: string;
@@ -10,7 +12,8 @@ export interface PhraseKey {
 /**
  * A second tier behind the in-memory cache, shared by several processes (Redis, in a cluster): what
  * one synthesized, the others replay. Keys are `PhraseCache.keyOf` strings; values are the phrase's
- * whole audio. Both calls must be quick and never throw: a slow or failed lookup is a miss.
+ * whole audio with its character timings (`encodeShared`). Both calls must be quick and never throw: a
+ * slow or failed lookup is a miss.
  */
 export interface SharedPhraseStore {
   /** Larger phrases are not offered to `put`. */
@@ -42,13 +45,69 @@ const SHARED_CHUNK_BYTES = 4800;
 /** Recording of one response, see `PhraseCache.record`. */
 export interface PhraseRecording {
   add(chunk: Uint8Array): void;
-  commit(): void;
+  /** The response is complete: keep it, with its character timings when it had them. */
+  commit(alignment?: CharacterAlignment): void;
   abandon(): void;
 }
 
-interface Entry {
+/** A phrase as the cache gives it back: its chunks (not to be modified) and timings, if any. */
+export interface CachedPhrase {
   readonly chunks: readonly Uint8Array[];
+  readonly alignment?: CharacterAlignment | undefined;
+}
+
+interface Entry extends CachedPhrase {
   readonly bytes: number;
+}
+
+/** Marks a value of the shared store: the format below, version 1. */
+const SHARED_MAGIC = 0x31_41_58_56; // "VXA1" read little-endian
+/** Bytes before a shared value's timings: magic, then the timings' JSON length (u32 LE). */
+const SHARED_HEADER = 8;
+
+/** A phrase as the shared store keeps it: header, timings as JSON (may be empty), then the audio. */
+export function encodeShared(audio: Uint8Array, alignment: CharacterAlignment | undefined): Uint8Array {
+  const json = alignment
+    ? new TextEncoder().encode(
+        JSON.stringify({ c: alignment.characters, s: alignment.startMs, e: alignment.endMs }),
+      )
+    : new Uint8Array(0);
+  const out = new Uint8Array(SHARED_HEADER + json.byteLength + audio.byteLength);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, SHARED_MAGIC, true);
+  view.setUint32(4, json.byteLength, true);
+  out.set(json, SHARED_HEADER);
+  out.set(audio, SHARED_HEADER + json.byteLength);
+  return out;
+}
+
+/** The reverse of `encodeShared`; undefined for anything it did not write (or audio of odd length). */
+export function decodeShared(
+  value: Uint8Array,
+): { audio: Uint8Array; alignment: CharacterAlignment | undefined } | undefined {
+  if (value.byteLength < SHARED_HEADER) return undefined;
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  if (view.getUint32(0, true) !== SHARED_MAGIC) return undefined;
+  const jsonLength = view.getUint32(4, true);
+  const audioAt = SHARED_HEADER + jsonLength;
+  const audio = value.subarray(audioAt);
+  if (audioAt > value.byteLength || audio.byteLength === 0 || audio.byteLength % 2 !== 0) return undefined;
+  if (jsonLength === 0) return { audio, alignment: undefined };
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(value.subarray(SHARED_HEADER, audioAt))) as {
+      c?: unknown;
+      s?: unknown;
+      e?: unknown;
+    };
+    const strings = (x: unknown): x is string[] => Array.isArray(x) && x.every((v) => typeof v === 'string');
+    const numbers = (x: unknown): x is number[] => Array.isArray(x) && x.every((v) => Number.isFinite(v));
+    const { c, s, e } = parsed;
+    if (!strings(c) || !numbers(s) || !numbers(e) || s.length !== c.length || e.length !== c.length)
+      return undefined;
+    return { audio, alignment: { characters: c, startMs: s, endMs: e } };
+  } catch {
+    return undefined;
+  }
 }
 
 function concat(chunks: readonly Uint8Array[], bytes: number): Uint8Array {
@@ -106,8 +165,8 @@ export class PhraseCache {
     return canonicalJson([key.voiceId, key.modelId, key.outputFormat, key.voiceSettings ?? null, key.text]);
   }
 
-  /** The phrase's audio chunks (not to be modified), and marks it most recently used. */
-  get(key: PhraseKey): readonly Uint8Array[] | undefined {
+  /** The phrase (its chunks not to be modified), and marks it most recently used. */
+  get(key: PhraseKey): CachedPhrase | undefined {
     const k = PhraseCache.keyOf(key);
     const entry = this.map.get(k);
     if (!entry) {
@@ -117,30 +176,32 @@ export class PhraseCache {
     this.map.delete(k);
     this.map.set(k, entry);
     this.stats.hits++;
-    return entry.chunks;
+    return entry;
   }
 
   /**
    * `get`, then the shared store on a miss (a phrase found there is kept in memory too). Without a
    * shared store it answers as `get` does, with no wait.
    */
-  async lookup(key: PhraseKey): Promise<readonly Uint8Array[] | undefined> {
-    const chunks = this.get(key);
-    if (chunks || !this.shared) return chunks;
+  async lookup(key: PhraseKey): Promise<CachedPhrase | undefined> {
+    const found = this.get(key);
+    if (found || !this.shared) return found;
     const k = PhraseCache.keyOf(key);
-    const audio = await this.shared.get(k);
-    // Whole samples only: anything else was not written by a PhraseCache.
-    if (!audio || audio.byteLength === 0 || audio.byteLength % 2 !== 0) {
+    const value = await this.shared.get(k);
+    // Only what a PhraseCache wrote: whole samples, timings that parse.
+    const decoded = value && decodeShared(value);
+    if (!decoded) {
       this.stats.sharedMisses++;
       return undefined;
     }
     this.stats.sharedHits++;
+    const { audio, alignment } = decoded;
     const replay: Uint8Array[] = [];
     for (let at = 0; at < audio.byteLength; at += SHARED_CHUNK_BYTES)
       replay.push(audio.slice(at, Math.min(at + SHARED_CHUNK_BYTES, audio.byteLength)));
-    if (audio.byteLength <= this.maxEntryBytes)
-      this.store(k, { chunks: Object.freeze(replay), bytes: audio.byteLength });
-    return replay;
+    const entry: Entry = { chunks: Object.freeze(replay), bytes: audio.byteLength, alignment };
+    if (audio.byteLength <= this.maxEntryBytes) this.store(k, entry);
+    return entry;
   }
 
   /**
@@ -161,10 +222,13 @@ export class PhraseCache {
           chunks = undefined; // never stored: keep no copy
         else chunks.push(new Uint8Array(chunk));
       },
-      commit: () => {
+      commit: (alignment) => {
         if (chunks && bytes > 0) {
-          this.store(k, { chunks: Object.freeze(chunks), bytes });
-          if (this.shared && bytes <= this.shared.maxEntryBytes) this.shared.put(k, concat(chunks, bytes));
+          this.store(k, { chunks: Object.freeze(chunks), bytes, alignment });
+          if (this.shared) {
+            const value = encodeShared(concat(chunks, bytes), alignment);
+            if (value.byteLength <= this.shared.maxEntryBytes) this.shared.put(k, value);
+          }
         }
         chunks = undefined;
       },

@@ -1,3 +1,4 @@
+import type { CharacterAlignment } from '../speech/alignment.js';
 import type { SpeechRequest } from '../speech/client.js';
 import type { PhraseCache, PhraseKey } from './phrase-cache.js';
 import type { Segment } from './segmenter.js';
@@ -9,6 +10,11 @@ import type { Segment } from './segmenter.js';
 export interface SpeechAudio extends AsyncIterable<Uint8Array> {
   /** Stops the response and closes its connection at once (barge-in, a failure further down). */
   cancel(reason?: unknown): void;
+  /**
+   * The response's character timings, when the service sent them (a `/with-timestamps` request):
+   * growing as the audio arrives, each entry final once present. Absent: the speaker estimates.
+   */
+  readonly alignment?: CharacterAlignment | undefined;
 }
 
 /** What the speaker needs of a speech client: `SpeechClient` is one. */
@@ -26,6 +32,8 @@ export interface SegmentAudio {
   /** s16le mono 24 kHz chunks of whole samples: the source's, or the cache's copy of them. */
   readonly chunks: AsyncIterable<Uint8Array>;
   readonly fromCache: boolean;
+  /** The segment's character timings: the response's (growing as it arrives) or the cache's. */
+  readonly alignment: CharacterAlignment | undefined;
 }
 
 async function* replay(chunks: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
@@ -45,7 +53,7 @@ async function* recording(
     }
     complete = true;
   } finally {
-    if (complete) record.commit();
+    if (complete) record.commit(audio.alignment);
     else {
       record.abandon();
       // Stopped early (barge-in, failure): the connection must not linger.
@@ -74,10 +82,15 @@ export async function openSegment(
     outputFormat: SPEAKER_FORMAT,
   };
   const cached = await cache?.lookup(key);
-  if (cached) return { segment, chunks: replay(cached), fromCache: true };
+  if (cached) return { segment, chunks: replay(cached.chunks), fromCache: true, alignment: cached.alignment };
   const audio = await source.stream(
     { ...request, text: segment.text, outputFormat: SPEAKER_FORMAT },
     { signal },
   );
-  return { segment, chunks: cache ? recording(audio, cache.record(key)) : audio, fromCache: false };
+  return {
+    segment,
+    chunks: cache ? recording(audio, cache.record(key)) : audio,
+    fromCache: false,
+    alignment: audio.alignment,
+  };
 }

@@ -10,7 +10,23 @@ export interface Segment {
 export interface SegmentStreamOptions {
   maxChars?: number;
   signal?: AbortSignal;
+  /**
+   * Cut the first segment early, so speech starts before the first sentence is complete: at its first
+   * clause end `minChars` or more in, at a word once `maxChars` are in, or at the last whole word when
+   * no text came for `waitMs`. Later segments are whole sentences (they are requested while the
+   * earlier ones play).
+   */
+  eagerFirst?: EagerFirstOptions | undefined;
 }
+
+export interface EagerFirstOptions {
+  minChars: number;
+  maxChars: number;
+  waitMs: number;
+}
+
+/** For text streamed as an LLM writes it: about a second of tokens, or a clause, before speaking. */
+export const EAGER_FIRST: EagerFirstOptions = { minChars: 8, maxChars: 100, waitMs: 400 };
 
 /** Terminators that end a sentence only when whitespace (or the end) follows. */
 const SPACED_TERMINATORS = new Set(['.', '!', '?', '…', '‼', '⁇', '⁈', '⁉', '؟', '।', '॥']);
@@ -133,6 +149,46 @@ class SentenceSplitter {
     this.pos = end;
     this.started = false;
     return { text: buf.slice(start, end), start: this.base + start, end: this.base + end };
+  }
+
+  /**
+   * The pending text up to its first clause end at least `minChars` in (", " "; " ": " a dash), or up
+   * to its last whole word once it is `maxChars` long: a first segment that need not wait for its
+   * sentence to end. Undefined when neither is there yet.
+   */
+  takeClause(minChars: number, maxChars: number): Segment | undefined {
+    if (!this.skipSpace()) return undefined;
+    const { buf } = this;
+    const a = this.pos;
+    for (let p = a + minChars; p < buf.length; p++) if (this.isClauseEnd(a, p)) return this.cutAt(p);
+    return buf.length - a >= maxChars ? this.takeWords() : undefined;
+  }
+
+  /** The pending text up to its last whole word (one followed by whitespace), if it has one. */
+  takeWords(): Segment | undefined {
+    if (!this.skipSpace()) return undefined;
+    const { buf } = this;
+    for (let p = buf.length - 1; p > this.pos; p--)
+      if (isWs(buf[p]) && !isWs(buf[p - 1]) && WORD_CHAR.test(buf[p - 1]!)) return this.cutAt(p);
+    return undefined;
+  }
+
+  /** Moves past whitespace before a segment; false when nothing else is pending. */
+  private skipSpace(): boolean {
+    if (this.started) return true;
+    let i = this.pos;
+    while (i < this.buf.length && isWs(this.buf[i])) i++;
+    this.pos = i;
+    return i < this.buf.length;
+  }
+
+  private cutAt(end: number): Segment {
+    let e = end;
+    while (e > this.pos && isWs(this.buf[e - 1])) e--;
+    const start = this.pos;
+    this.pos = end;
+    this.started = false;
+    return { text: this.buf.slice(start, e), start: this.base + start, end: this.base + e };
   }
 
   /** End of the pending segment, or undefined when it cannot be told yet. */
@@ -295,22 +351,43 @@ export async function* segmentStream(
   signal?.throwIfAborted();
   const iterator = tokens[Symbol.asyncIterator]();
   let sourceEnded = false;
+  let eager = options.eagerFirst;
+  let pending: Promise<IteratorResult<string>> | undefined;
   try {
     for (;;) {
-      let next: IteratorResult<string>;
+      let next: IteratorResult<string> | undefined;
+      pending ??= nextOrAbort(iterator, signal);
       try {
-        next = await nextOrAbort(iterator, signal);
+        // Before the first segment, text that stops coming for `waitMs` is spoken as far as it goes.
+        next = eager ? await withinMs(pending, eager.waitMs) : await pending;
       } catch (error) {
         sourceEnded = !signal?.aborted; // the source itself failed: nothing to close
         throw error;
       }
+      if (next === undefined) {
+        const words = splitter.takeWords();
+        if (words) {
+          eager = undefined;
+          yield words;
+          signal?.throwIfAborted();
+        }
+        continue;
+      }
+      pending = undefined;
       if (next.done) {
         sourceEnded = true;
         break;
       }
       splitter.push(next.value);
       for (let s = splitter.take(false); s; s = splitter.take(false)) {
+        eager = undefined;
         yield s;
+        signal?.throwIfAborted();
+      }
+      const first = eager && splitter.takeClause(eager.minChars, eager.maxChars);
+      if (first) {
+        eager = undefined;
+        yield first;
         signal?.throwIfAborted();
       }
     }
@@ -325,6 +402,17 @@ export async function* segmentStream(
   for (let s = splitter.take(true); s; s = splitter.take(true)) {
     yield s;
     signal?.throwIfAborted();
+  }
+}
+
+/** The promise's value, or undefined when it has not settled within `ms` (it is left running). */
+async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -6,7 +6,7 @@ import { FrameQueue } from './frame-queue.js';
 import { Pacer } from './pacer.js';
 import type { PhraseCache } from './phrase-cache.js';
 import { openSegment, SPEAKER_SAMPLE_RATE, type SegmentAudio, type SpeechSource } from './segment-audio.js';
-import { segmentStream, segmentText, type Segment } from './segmenter.js';
+import { EAGER_FIRST, segmentStream, segmentText, type Segment } from './segmenter.js';
 import type { AudioSink } from './sink.js';
 import {
   INTERRUPTED,
@@ -15,6 +15,9 @@ import {
   type UtteranceResult,
   type UtteranceState,
 } from './utterance.js';
+
+/** s16le mono at the speaker's rate. */
+const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
 
 export type { SayOptions, UtteranceMetrics, UtteranceResult, UtteranceState } from './utterance.js';
 
@@ -176,11 +179,10 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     const playedMs = Math.round(
       Math.max(0, Math.min(u.framesWritten * frameMs, this.options.sink.playedMs() - u.startPos)),
     );
-    const frames = Math.floor(playedMs / frameMs);
     const heardText =
-      frames >= u.ledger.frames && u.framesWritten > 0 && u.state.status === 'draining'
+      playedMs >= u.ledger.totalMs && u.framesWritten > 0 && u.state.status === 'draining'
         ? u.text.trim()
-        : u.text.slice(0, u.ledger.heardOffset(frames, u.text)).trimEnd();
+        : u.text.slice(0, u.ledger.heardOffset(playedMs, u.text)).trimEnd();
     return { playedMs, heardText };
   }
 
@@ -294,16 +296,14 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     const { sink } = this.options;
     const pipeline = new FramePipeline(SPEAKER_SAMPLE_RATE, sink.format, sink.frameMs);
     const push = async (out: Uint8Array[]): Promise<void> => {
-      for (const f of out) {
-        await frames.push(f, signal);
-        u.ledger.addFrame();
-      }
+      for (const f of out) await frames.push(f, signal);
     };
     const opened = this.openAhead(u, signal);
     for await (const audio of opened) {
-      u.ledger.beginSegment(audio.segment.start, audio.segment.end);
+      u.ledger.beginSegment(audio.segment, audio.alignment);
       for await (const chunk of audio.chunks) {
         signal.throwIfAborted();
+        u.ledger.addAudio(chunk.byteLength / BYTES_PER_MS);
         await push(pipeline.push(chunk));
       }
     }
@@ -327,7 +327,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         ? (async function* (all: Segment[]) {
             yield* all;
           })(segmentText(u.input))
-        : this.textOf(u, segmentStream(u.input, { signal }));
+        : this.textOf(u, segmentStream(u.input, { signal, eagerFirst: EAGER_FIRST }));
     const open = async (): Promise<SegmentAudio | undefined> => {
       const next = await segments.next();
       if (next.done) return undefined;

@@ -206,10 +206,12 @@ describe('the shared phrase store', () => {
     const recording = a.record(key);
     recording.add(audio.subarray(0, 3000));
     recording.add(audio.subarray(3000));
-    recording.commit();
+    const alignment = { characters: ['h', 'i'], startMs: [0, 100], endMs: [100, 200] };
+    recording.commit(alignment);
     await until(() => storeA.stats.stored === 1, 2000, 'the write');
-    const chunks = await b.lookup(key);
-    expect(chunks).toBeDefined();
+    const found = await b.lookup(key);
+    expect(found?.alignment).toEqual(alignment);
+    const chunks = found?.chunks;
     expect(Buffer.concat(chunks!.map((c) => Buffer.from(c)))).toEqual(Buffer.from(audio));
     expect(chunks!.every((c) => c.byteLength % 2 === 0)).toBe(true);
     expect(b.stats.sharedHits).toBe(1);

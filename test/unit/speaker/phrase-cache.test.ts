@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { PhraseCache, type PhraseKey } from '../../../src/speaker/phrase-cache.js';
+import {
+  decodeShared,
+  encodeShared,
+  PhraseCache,
+  type PhraseKey,
+} from '../../../src/speaker/phrase-cache.js';
+
+/** Where a shared value's timings JSON begins (after the 8-byte header). */
+const SHARED_JSON_AT = 8;
 
 const key = (text: string, extra: Partial<PhraseKey> = {}): PhraseKey => ({
   voiceId: 'v1',
@@ -21,7 +29,7 @@ describe('PhraseCache', () => {
     const cache = new PhraseCache({ maxBytes: 1000 });
     expect(cache.get(key('hello'))).toBeUndefined();
     store(cache, key('hello'), 10, 20);
-    const chunks = cache.get(key('hello'));
+    const chunks = cache.get(key('hello'))?.chunks;
     expect(chunks?.map((c) => [c.byteLength, c[0]])).toEqual([
       [10, 1],
       [20, 2],
@@ -112,7 +120,7 @@ describe('PhraseCache', () => {
     done.commit();
     done.add(new Uint8Array(4));
     done.abandon();
-    expect(cache.get(key('done'))?.length).toBe(1);
+    expect(cache.get(key('done'))?.chunks.length).toBe(1);
   });
 
   it('copies chunks on add, so the caller may reuse its buffer', () => {
@@ -125,7 +133,7 @@ describe('PhraseCache', () => {
     rec.add(pool.subarray(0, 8));
     pool.fill(0);
     rec.commit();
-    const chunks = cache.get(key('reuse'))!;
+    const { chunks } = cache.get(key('reuse'))!;
     expect(chunks.map((c) => [c.byteLength, c[0]])).toEqual([
       [16, 7],
       [8, 9],
@@ -167,5 +175,44 @@ describe('PhraseCache', () => {
   it('rejects nonsensical bounds', () => {
     expect(() => new PhraseCache({ maxBytes: -1 })).toThrow(RangeError);
     expect(() => new PhraseCache({ maxBytes: 10, maxEntryBytes: Number.NaN })).toThrow(RangeError);
+  });
+});
+
+describe('the shared store format', () => {
+  const audio = Uint8Array.from({ length: 100 }, (_, i) => i);
+  const alignment = { characters: ['a', 'b'], startMs: [0, 10.5], endMs: [10.5, 20] };
+
+  it('round-trips audio with and without timings', () => {
+    expect(decodeShared(encodeShared(audio, alignment))).toEqual({ audio, alignment });
+    expect(decodeShared(encodeShared(audio, undefined))).toEqual({ audio, alignment: undefined });
+  });
+
+  it('refuses what it did not write: raw audio, odd audio, broken or mismatched timings', () => {
+    expect(decodeShared(audio)).toBeUndefined();
+    expect(decodeShared(encodeShared(audio.subarray(0, 99), undefined))).toBeUndefined();
+    const broken = encodeShared(audio, alignment);
+    broken[SHARED_JSON_AT] = 0x7b + 1; // the timings' JSON no longer parses
+    expect(decodeShared(broken)).toBeUndefined();
+    const mismatched = encodeShared(audio, { ...alignment, endMs: [1] });
+    expect(decodeShared(mismatched)).toBeUndefined();
+    expect(decodeShared(new Uint8Array(3))).toBeUndefined();
+  });
+
+  it('gives a phrase recorded with timings back with them, from memory and from the shared tier', async () => {
+    const values = new Map<string, Uint8Array>();
+    const shared = {
+      maxEntryBytes: 1 << 20,
+      get: (k: string) => Promise.resolve(values.get(k)),
+      put: (k: string, v: Uint8Array) => void values.set(k, v),
+    };
+    const a = new PhraseCache({ maxBytes: 10_000, shared });
+    const rec = a.record(key('timed'));
+    rec.add(audio);
+    rec.commit(alignment);
+    expect(a.get(key('timed'))?.alignment).toEqual(alignment);
+    const b = new PhraseCache({ maxBytes: 10_000, shared });
+    const found = await b.lookup(key('timed'));
+    expect(found?.alignment).toEqual(alignment);
+    expect(Buffer.concat(found!.chunks.map((c) => Buffer.from(c)))).toEqual(Buffer.from(audio));
   });
 });

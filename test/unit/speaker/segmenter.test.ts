@@ -415,4 +415,70 @@ describe('segmentStream', () => {
     ).rejects.toThrow('LLM went away');
     expect(seen).toEqual(['Hello.']);
   });
+
+  describe('with an eager first segment', () => {
+    const eagerFirst = { minChars: 8, maxChars: 40, waitMs: 60 };
+
+    it('speaks the first clause as soon as it is complete, then whole sentences', async () => {
+      const source = new TokenSource();
+      const out: Segment[] = [];
+      const reading = (async () => {
+        for await (const s of segmentStream(source, { eagerFirst })) out.push(s);
+      })();
+      for (const t of ['Of cour', 'se, I can', ' help', ' with that, ']) source.push(t);
+      await tick();
+      expect(texts(out)).toEqual(['Of course,']);
+      for (const t of ['right away. Then, ', 'we go on.']) source.push(t);
+      source.end();
+      await reading;
+      // After the first, clauses do not cut: the rest are whole sentences.
+      expect(texts(out)).toEqual(['Of course,', 'I can help with that, right away.', 'Then, we go on.']);
+      const whole = 'Of course, I can help with that, right away. Then, we go on.';
+      for (const seg of out) expect(whole.slice(seg.start, seg.end)).toBe(seg.text);
+    });
+
+    it('does not cut a clause shorter than minChars', async () => {
+      const out = await collect(
+        segmentStream(tokensOf(['Hi, ', 'there, my', ' friend. Bye.']), { eagerFirst }),
+      );
+      expect(texts(out)).toEqual(['Hi, there,', 'my friend.', 'Bye.']);
+    });
+
+    it('cuts at a word once maxChars are in with no clause or sentence end', async () => {
+      const words = 'one two three four five six seven eight nine ten eleven twelve';
+      const out = await collect(segmentStream(tokensOf(words.split(/(?<= )/)), { eagerFirst }));
+      expect(out[0]!.text.length).toBeLessThanOrEqual(eagerFirst.maxChars);
+      expect(out[0]!.text.length).toBeGreaterThan(eagerFirst.maxChars / 2);
+      expect(texts(out).join(' ')).toBe(words);
+    });
+
+    it('speaks the words so far when the tokens stop coming for waitMs, and never half a word', async () => {
+      const source = new TokenSource();
+      const out: Segment[] = [];
+      const reading = (async () => {
+        for await (const s of segmentStream(source, { eagerFirst })) out.push(s);
+      })();
+      source.push('Let me check that for yo');
+      await new Promise((r) => setTimeout(r, eagerFirst.waitMs * 3));
+      expect(texts(out)).toEqual(['Let me check that for']);
+      source.push('u. Done.');
+      source.end();
+      await reading;
+      expect(texts(out)).toEqual(['Let me check that for', 'you.', 'Done.']);
+    });
+
+    it('without eagerFirst, waits for the sentence as before', async () => {
+      const source = new TokenSource();
+      const out: Segment[] = [];
+      const reading = (async () => {
+        for await (const s of segmentStream(source)) out.push(s);
+      })();
+      source.push('Of course, I can help');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(out).toEqual([]);
+      source.end();
+      await reading;
+      expect(texts(out)).toEqual(['Of course, I can help']);
+    });
+  });
 });
