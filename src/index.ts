@@ -3,12 +3,20 @@
  * is reachable only through `voxbridge`'s own process, or by importing `src/service` explicitly.
  */
 export { SpeechClient } from './speech/client.js';
-export type { SpeechClientOptions, SpeechRequest, SpeechStream } from './speech/client.js';
+export type {
+  CharacterAlignment,
+  SpeechClientOptions,
+  SpeechRequest,
+  SpeechStream,
+} from './speech/client.js';
+export { SttClient, DEFAULT_STT_MODEL_ID } from './speech/stt.js';
+export type { SttClientOptions, TranscribeOptions, Transcript, TranscriptWord } from './speech/stt.js';
 export { SpeechServiceError, SpeechInputError, isRetryableStatus } from './speech/errors.js';
 export { OUTPUT_FORMATS, FORMAT_INFO, DEFAULT_OUTPUT_FORMAT, type OutputFormat } from './speech/formats.js';
 export { TEXT_MAX_CHARS, VOICE_SETTING_RANGES, DEFAULT_MODEL_ID } from './speech/limits.js';
 export { Resampler, type ResamplerOptions } from './audio/resampler.js';
 export { PcmAligner } from './audio/pcm.js';
+export { wavFile } from './audio/wav.js';
 export { Speaker } from './speaker/speaker.js';
 export type {
   SpeakerOptions,

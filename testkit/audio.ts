@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
-import { wavHeader } from '../src/audio/wav.js';
 
 const run = promisify(execFile);
 
@@ -33,14 +32,8 @@ export async function espeakSpeech(
   return out;
 }
 
-/** A 16-bit mono WAV file of `samples`. */
-export function wavFile(samples: Int16Array, sampleRate: number): Buffer {
-  const data = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  return Buffer.concat([
-    wavHeader({ sampleRate, channels: 1, bitsPerSample: 16, dataBytes: data.length }),
-    data,
-  ]);
-}
+/** A 16-bit WAV file of `samples`: the one writer, src/audio/wav.ts's. */
+export { wavFile } from '../src/audio/wav.js';
 
 export interface ProbeResult {
   codec: string;

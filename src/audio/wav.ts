@@ -1,7 +1,9 @@
 /**
- * RIFF/WAVE: the header the service streams in front of PCM, and a tolerant reader for uploaded
- * samples (what phones, recorders, sox, ffmpeg and browsers actually write).
+ * RIFF/WAVE: the header the service streams in front of PCM, a whole 16-bit file (a caller's turn sent
+ * to speech-to-text), and a tolerant reader for uploaded samples (what phones, recorders, sox, ffmpeg
+ * and browsers actually write).
  */
+import { int16ToBytes } from './pcm.js';
 
 export const WAV_HEADER_BYTES = 44;
 
@@ -55,6 +57,20 @@ export function wavHeader(options: WavHeaderOptions): Buffer {
   return h;
 }
 
+/**
+ * A complete 16-bit PCM WAV file of `samples` (interleaved when `channels` > 1), its header carrying the
+ * real sizes.
+ */
+export function wavFile(samples: Int16Array, sampleRate: number, channels = 1): Buffer {
+  if (samples.length % channels !== 0)
+    throw new RangeError(`wavFile: ${samples.length} samples do not make whole ${channels}-channel frames`);
+  const data = int16ToBytes(samples);
+  return Buffer.concat([
+    wavHeader({ sampleRate, channels, bitsPerSample: 16, dataBytes: data.byteLength }),
+    data,
+  ]);
+}
+
 /** The bytes are not a WAV file, or one in an encoding this reader does not decode (ADPCM, A-law…). */
 export class WavFormatError extends Error {
   override readonly name = 'WavFormatError';
@@ -64,14 +80,31 @@ export interface ParsedWav {
   sampleRate: number;
   /** Channels in the file; `samples` is already mixed down to mono. */
   channels: number;
+  /** Bits of each sample in the file (8, 16, 24, 32 or 64). */
+  bitsPerSample: number;
   /** Mono mixdown (mean of the channels), nominally -1..1. */
   samples: Float32Array;
 }
 
-type SampleEncoding = 'int' | 'float';
+export type WavSampleEncoding = 'int' | 'float';
+
+/** What a WAV file holds, read from its chunks without decoding a sample. */
+export interface WavInfo {
+  encoding: WavSampleEncoding;
+  sampleRate: number;
+  channels: number;
+  bitsPerSample: number;
+  /** Where the first sample starts in the file. */
+  dataOffset: number;
+  /** Bytes of whole frames present: `frames` × channels × bytes per sample. */
+  dataBytes: number;
+  /** Whole frames present (a frame is one sample of every channel). */
+  frames: number;
+  durationMs: number;
+}
 
 interface WavFormat {
-  encoding: SampleEncoding;
+  encoding: WavSampleEncoding;
   channels: number;
   sampleRate: number;
   /** Bytes each sample occupies in the file (the container, not the valid bits). */
@@ -100,7 +133,7 @@ function readFormat(view: DataView, offset: number, size: number): WavFormat {
     if (size < 40) throw new WavFormatError(`WAVE_FORMAT_EXTENSIBLE fmt chunk is ${size} bytes; expected 40`);
     tag = view.getUint16(offset + 24, true);
   }
-  let encoding: SampleEncoding;
+  let encoding: WavSampleEncoding;
   if (tag === WAVE_FORMAT_PCM && (bits === 8 || bits === 16 || bits === 24 || bits === 32)) encoding = 'int';
   else if (tag === WAVE_FORMAT_IEEE_FLOAT && (bits === 32 || bits === 64)) encoding = 'float';
   else
@@ -122,7 +155,7 @@ function readFormat(view: DataView, offset: number, size: number): WavFormat {
 
 /** Reads one sample of the given encoding at `offset`, scaled to -1..1. */
 function sampleReader(
-  encoding: SampleEncoding,
+  encoding: WavSampleEncoding,
   bytesPerSample: number,
 ): (view: DataView, offset: number) => number {
   if (encoding === 'float') {
@@ -153,38 +186,39 @@ function decodeFrames(view: DataView, offset: number, frames: number, fmt: WavFo
   return out;
 }
 
+interface LocatedData {
+  fmt: WavFormat;
+  /** Where the first sample starts in the file. */
+  offset: number;
+  frames: number;
+}
+
 /**
- * Decodes a WAV file to mono float samples. Chunks other than `fmt ` and `data` (LIST, fact, cue…)
- * are skipped with their pad byte; a data size that is the streaming placeholder (0xFFFFFFFF) or runs
- * past the end of the buffer (a recording cut short) means "to the end", rounded down to whole frames.
- * RF64 files are read through their `ds64` chunk.
+ * Finds the format and the samples. Chunks other than `fmt ` and `data` (LIST, fact, cue…) are
+ * skipped with their pad byte; a data size that is the streaming placeholder (0xFFFFFFFF) or runs past
+ * the end of the buffer (a recording cut short) means "to the end", rounded down to whole frames. RF64
+ * files are read through their `ds64` chunk.
  */
-export function parseWav(buf: Uint8Array): ParsedWav {
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  if (buf.byteLength < 12) throw new WavFormatError('not a WAV file: shorter than a RIFF header');
+function locateData(view: DataView): LocatedData {
+  if (view.byteLength < 12) throw new WavFormatError('not a WAV file: shorter than a RIFF header');
   const riff = fourCC(view, 0);
   if ((riff !== 'RIFF' && riff !== 'RF64') || fourCC(view, 8) !== 'WAVE')
     throw new WavFormatError('not a WAV file: no RIFF/WAVE header');
   let fmt: WavFormat | undefined;
   let ds64DataBytes: number | undefined;
   let offset = 12;
-  while (offset + 8 <= buf.byteLength) {
+  while (offset + 8 <= view.byteLength) {
     const id = fourCC(view, offset);
     const size = view.getUint32(offset + 4, true);
     const body = offset + 8;
-    const available = buf.byteLength - body;
+    const available = view.byteLength - body;
     if (id === 'data') {
       if (!fmt) throw new WavFormatError('WAV data chunk comes before its fmt chunk');
       let dataBytes = size;
       if (riff === 'RF64' && size === WAV_UNKNOWN_SIZE && ds64DataBytes !== undefined)
         dataBytes = ds64DataBytes;
       if (dataBytes > available) dataBytes = available;
-      const frames = Math.floor(dataBytes / fmt.blockAlign);
-      return {
-        sampleRate: fmt.sampleRate,
-        channels: fmt.channels,
-        samples: decodeFrames(view, body, frames, fmt),
-      };
+      return { fmt, offset: body, frames: Math.floor(dataBytes / fmt.blockAlign) };
     }
     if (size > available) break;
     if (id === 'fmt ') fmt = readFormat(view, body, size);
@@ -195,4 +229,38 @@ export function parseWav(buf: Uint8Array): ParsedWav {
     offset = body + size + (size & 1);
   }
   throw new WavFormatError(fmt ? 'WAV file has no data chunk' : 'WAV file has no fmt chunk');
+}
+
+function viewOf(buf: Uint8Array): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/** A WAV file's format and extent, read as `parseWav` reads it but decoding no sample. */
+export function readWavInfo(buf: Uint8Array): WavInfo {
+  const { fmt, offset, frames } = locateData(viewOf(buf));
+  return {
+    encoding: fmt.encoding,
+    sampleRate: fmt.sampleRate,
+    channels: fmt.channels,
+    bitsPerSample: fmt.bytesPerSample * 8,
+    dataOffset: offset,
+    dataBytes: frames * fmt.blockAlign,
+    frames,
+    durationMs: (frames / fmt.sampleRate) * 1000,
+  };
+}
+
+/**
+ * Decodes a WAV file to mono float samples (see `locateData` for the files it accepts and how it
+ * reads a damaged or streamed one).
+ */
+export function parseWav(buf: Uint8Array): ParsedWav {
+  const view = viewOf(buf);
+  const { fmt, offset, frames } = locateData(view);
+  return {
+    sampleRate: fmt.sampleRate,
+    channels: fmt.channels,
+    bitsPerSample: fmt.bytesPerSample * 8,
+    samples: decodeFrames(view, offset, frames, fmt),
+  };
 }

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   parseWav,
+  readWavInfo,
   WAV_HEADER_BYTES,
   WAV_UNKNOWN_SIZE,
+  wavFile,
   wavHeader,
   WavFormatError,
 } from '../../../src/audio/wav.js';
@@ -291,5 +293,67 @@ describe('parseWav', () => {
     const big = new Uint8Array(file.length + 11);
     big.set(file, 7);
     expect(Array.from(parseWav(big.subarray(7, 7 + file.length)).samples)).toEqual(MONO.map(([v]) => v));
+  });
+});
+
+describe('wavFile', () => {
+  it('writes a whole 16-bit file, sizes included, that parseWav reads back sample for sample', () => {
+    const samples = Int16Array.from([0, 16384, -16384, 8192, -32768, 24576]);
+    const file = wavFile(samples, 16_000);
+    expect(file.length).toBe(WAV_HEADER_BYTES + 12);
+    expect(file.readUInt32LE(4)).toBe(36 + 12);
+    expect(file.readUInt32LE(40)).toBe(12);
+    const wav = parseWav(file);
+    expect(wav).toMatchObject({ sampleRate: 16_000, channels: 1, bitsPerSample: 16 });
+    expect(Array.from(wav.samples)).toEqual(MONO.map(([v]) => v));
+  });
+
+  it('interleaves channels and refuses samples that do not make whole frames', () => {
+    const stereo = wavFile(Int16Array.from([16384, -16384, 8192, 8192]), 8000, 2);
+    expect(parseWav(stereo)).toMatchObject({ channels: 2, samples: Float32Array.from([0, 0.25]) });
+    expect(() => wavFile(Int16Array.from([1, 2, 3]), 8000, 2)).toThrow(RangeError);
+  });
+});
+
+describe('readWavInfo', () => {
+  it('reports the format, where the samples are and how long they last, decoding none', () => {
+    const file = riff([
+      fmtChunk({ tag: PCM, channels: 2, sampleRate: 8000, bits: 24 }),
+      chunk('LIST', Buffer.alloc(10)),
+      chunk(
+        'data',
+        encode(
+          [
+            [0, 0],
+            [0.5, -0.5],
+            [0.25, 0.25],
+            [1 - 2 ** -23, 0],
+          ],
+          24,
+        ),
+      ),
+    ]);
+    expect(readWavInfo(file)).toEqual({
+      encoding: 'int',
+      sampleRate: 8000,
+      channels: 2,
+      bitsPerSample: 24,
+      dataOffset: 12 + 24 + 18 + 8,
+      dataBytes: 24,
+      frames: 4,
+      durationMs: 0.5,
+    });
+  });
+
+  it('counts only the whole frames present when the data chunk is cut short or streamed', () => {
+    const samples = new Int16Array(800);
+    const cut = wavFile(samples, 16_000).subarray(0, WAV_HEADER_BYTES + 1001);
+    expect(readWavInfo(cut)).toMatchObject({ frames: 500, dataBytes: 1000, durationMs: 31.25 });
+    const streamed = Buffer.concat([
+      wavHeader({ sampleRate: 16_000, channels: 1, bitsPerSample: 16 }),
+      Buffer.alloc(320),
+    ]);
+    expect(readWavInfo(streamed)).toMatchObject({ frames: 160, durationMs: 10 });
+    expect(() => readWavInfo(Buffer.from('RIFF\0\0\0\0WAVE'))).toThrow(WavFormatError);
   });
 });
