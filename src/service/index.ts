@@ -35,7 +35,7 @@ const DEFAULT_VOICE_LIMITS: VoiceLimits = {
 };
 const DEFAULT_MAX_CONCURRENT_PER_KEY = 32;
 
-const SPEECH_PATH = /^\/v1\/text-to-speech\/([^/]+)(\/stream)?\/?$/;
+const SPEECH_PATH = /^\/v1\/text-to-speech\/([^/]+)(\/stream)?(\/with-timestamps)?\/?$/;
 
 /**
  * The speech-service contract, served from this process with the embedded engine. `handle` takes the
@@ -164,6 +164,7 @@ export class LocalSpeechService {
         principal,
         voiceId,
         streamed: speech[2] !== undefined,
+        timestamps: speech[3] !== undefined,
         requestId,
       });
       return;

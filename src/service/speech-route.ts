@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { once } from 'node:events';
 import type { Logger } from 'pino';
 import { BodyTooLargeError, readBody } from '../http/http.js';
 import { DEFAULT_OUTPUT_FORMAT, FORMAT_INFO, isOutputFormat, type OutputFormat } from '../speech/formats.js';
@@ -17,6 +16,8 @@ import type { Principal } from './auth.js';
 import { createEncoder, streamedWavHeader, wholeWavHeader } from './encoders.js';
 import type { EnginePool } from './engine/pool.js';
 import { badRequest, ServiceHttpError } from './http-errors.js';
+import { WHOLE_BODY_MEMORY_BYTES, write } from './speech-body.js';
+import { streamWithTimestamps, TIMESTAMPS_CONTENT_TYPE, wholeWithTimestamps } from './timestamps-route.js';
 import type { ConcurrencyLimiter } from './limiter.js';
 import { MODEL_IDS } from './models.js';
 import type { EngineVoiceParams } from './voices/params.js';
@@ -122,12 +123,14 @@ export interface SpeechRouteRequest {
   readonly voiceId: string;
   /** `/stream`: chunked as synthesized; else one whole body. */
   readonly streamed: boolean;
+  /** `/with-timestamps`: the audio as base64 in JSON, with its character timings. */
+  readonly timestamps: boolean;
   readonly requestId: string;
 }
 
-/** POST /v1/text-to-speech/{voice_id}[/stream] */
+/** POST /v1/text-to-speech/{voice_id}[/stream][/with-timestamps] */
 export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRequest): Promise<void> {
-  const { req, res, url, principal, voiceId, streamed, requestId } = request;
+  const { req, res, url, principal, voiceId, streamed, timestamps, requestId } = request;
   const input = await parseInput(req, url);
   const voice = deps.voices.get(voiceId);
   // Another key's voice is as invisible as a missing one: its existence is not disclosed.
@@ -154,15 +157,21 @@ export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRe
     const params = applySettings(voice.engine, input.settings);
     const encoder = await createEncoder(input.format, streamed);
     const headers = {
-      'content-type': FORMAT_INFO[input.format].contentType,
+      'content-type': timestamps ? TIMESTAMPS_CONTENT_TYPE : FORMAT_INFO[input.format].contentType,
       'request-id': requestId,
       'character-cost': String(textLength(input.text)),
     };
-    const audio = deps.pool.synthesize(input.text, params, abort.signal);
-    if (streamed) await stream(res, headers, encoder, audio, abort.signal);
-    else await whole(res, headers, input.format, encoder, audio, abort.signal);
+    if (timestamps) {
+      const audio = deps.pool.synthesizeTimed(input.text, params, abort.signal);
+      if (streamed) await streamWithTimestamps(res, headers, encoder, audio, input.text, abort.signal);
+      else await wholeWithTimestamps(res, headers, input.format, encoder, audio, input.text, abort.signal);
+    } else {
+      const audio = deps.pool.synthesize(input.text, params, abort.signal);
+      if (streamed) await stream(res, headers, encoder, audio, abort.signal);
+      else await whole(res, headers, input.format, encoder, audio, abort.signal);
+    }
     deps.logger.debug(
-      { requestId, voiceId, model: input.modelId, format: input.format, streamed },
+      { requestId, voiceId, model: input.modelId, format: input.format, streamed, timestamps },
       'speech done',
     );
   } catch (error) {
@@ -175,11 +184,6 @@ export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRe
     res.off('close', onClose);
     release();
   }
-}
-
-async function write(res: ServerResponse, bytes: Uint8Array, signal: AbortSignal): Promise<void> {
-  if (bytes.byteLength === 0) return;
-  if (!res.write(bytes)) await once(res, 'drain', { signal });
 }
 
 /**
@@ -220,9 +224,6 @@ async function stream(
     throw error;
   }
 }
-
-/** What a whole body may hold in memory before it is streamed instead: ~20 s of 24 kHz PCM. */
-export const WHOLE_BODY_MEMORY_BYTES = 1024 * 1024;
 
 /**
  * The whole body. A short one (the usual case) is held until synthesis ends and sent with its

@@ -14,8 +14,9 @@ import {
   DEFAULT_RETRY_BASE_DELAY_MS,
   DEFAULT_RETRY_MAX_DELAY_MS,
 } from './retry.js';
-import { prepareSpeech, speechPath, type SpeechRequest } from './speech-request.js';
+import { prepareSpeech, speechPath, type PreparedSpeech, type SpeechRequest } from './speech-request.js';
 import { HttpSpeechStream, type SpeechStream } from './speech-stream.js';
+import { TimestampedBody } from './timestamps.js';
 import { Transport, type CallSpec, type OpenResponse } from './transport.js';
 import {
   addVoiceForm,
@@ -28,6 +29,7 @@ import {
   type VoicesPage,
 } from './voices.js';
 
+export type { CharacterAlignment } from './alignment.js';
 export type { SpeechRequest, SpeechVoiceSettings } from './speech-request.js';
 export type { SpeechStream } from './speech-stream.js';
 export type {
@@ -91,6 +93,12 @@ export interface SpeechClientOptions {
   connections?: number;
   /** Called once per `stream()` when its first audio byte arrived. Exceptions are ignored. */
   onStreamMetrics?: (m: StreamMetrics) => void;
+  /**
+   * `stream()` asks for character timings (`/stream/with-timestamps`) and exposes them as the
+   * stream's `alignment`; the audio is the same. A service that answers 404 or 405 there (it lacks
+   * the endpoint) gets the plain `/stream` instead, then and for the client's lifetime. Default false.
+   */
+  timestamps?: boolean;
 }
 
 export interface CallOptions {
@@ -104,6 +112,16 @@ export interface SynthesizeResult {
   requestId?: string;
   firstByteMs: number;
   attempts: number;
+}
+
+/**
+ * A with-timestamps request refused because the service lacks the endpoint: 405, or a 404 that does not
+ * name the voice (an unknown voice is 404 `voice_not_found` on every path, and falling back would
+ * only ask again).
+ */
+function lacksTimestamps(error: unknown): boolean {
+  if (!(error instanceof SpeechServiceError)) return false;
+  return error.status === 405 || (error.status === 404 && error.code !== 'voice_not_found');
 }
 
 function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
@@ -163,6 +181,11 @@ export class SpeechClient {
   readonly #authHeader: AuthHeader;
   readonly #basicAuth: string | undefined;
   readonly #onStreamMetrics: ((m: StreamMetrics) => void) | undefined;
+  readonly #timestamps: boolean;
+  /** Scrubbed from what a server wrote, wherever it ends up in an error. */
+  readonly #secrets: readonly string[];
+  /** Set once a with-timestamps request was refused and the plain stream worked: never asked again. */
+  #timestampsMissing = false;
   #closed = false;
 
   constructor(options: SpeechClientOptions) {
@@ -173,6 +196,8 @@ export class SpeechClient {
     this.#authHeader = options.authHeader ?? 'ServicePlatform-APIKey';
     this.#basicAuth = base.authorization;
     this.#onStreamMetrics = options.onStreamMetrics;
+    this.#timestamps = options.timestamps === true;
+    this.#secrets = [...(options.apiKey === '' ? [] : [options.apiKey]), ...base.secrets];
     this.#pool = new Pool(base.origin, {
       connections: Math.floor(positive('connections', options.connections, DEFAULT_CONNECTIONS)),
     });
@@ -201,7 +226,7 @@ export class SpeechClient {
           true,
         ),
       },
-      secrets: [...(options.apiKey === '' ? [] : [options.apiKey]), ...base.secrets],
+      secrets: this.#secrets,
     });
   }
 
@@ -242,27 +267,22 @@ export class SpeechClient {
 
   /**
    * Resolves once the first audio byte arrived (all retries happen before). The stream pulls from the
-   * socket as it is iterated; for `pcm_24000` every chunk holds whole 16-bit samples.
+   * socket as it is iterated; for `pcm_24000` every chunk holds whole 16-bit samples. With
+   * `timestamps`, the stream also carries the answer's `alignment`.
    */
   async stream(req: SpeechRequest, opts: CallOptions = {}): Promise<SpeechStream> {
     const prepared = prepareSpeech(req);
-    const response = await this.#open(
-      {
-        method: 'POST',
-        path: speechPath(prepared, true),
-        headers: this.#headers('*/*', 'application/json'),
-        body: prepared.body,
-        idempotent: true,
-        emptyCode: 'empty_audio',
-        audioFormat: prepared.outputFormat,
-      },
-      opts.signal,
-    );
-    const stream = new HttpSpeechStream({
-      response,
-      format: prepared.outputFormat,
-      contentType: this.#contentType(response, prepared.outputFormat),
-    });
+    const startedAt = performance.now();
+    let stream: SpeechStream;
+    if (this.#timestamps && !this.#timestampsMissing) {
+      try {
+        stream = await this.#timestampedStream(prepared, opts.signal, startedAt);
+      } catch (error) {
+        if (!lacksTimestamps(error)) throw error;
+        stream = await this.#plainStream(prepared, opts.signal, startedAt, 1);
+        this.#timestampsMissing = true;
+      }
+    } else stream = await this.#plainStream(prepared, opts.signal, startedAt, 0);
     this.#reportMetrics(stream, prepared.voiceId);
     return stream;
   }
@@ -306,8 +326,69 @@ export class SpeechClient {
     await this.#pool.close();
   }
 
-  async #open(spec: CallSpec, signal: AbortSignal | undefined): Promise<OpenResponse> {
-    const startedAt = performance.now();
+  async #plainStream(
+    prepared: PreparedSpeech,
+    signal: AbortSignal | undefined,
+    startedAt: number,
+    earlierAttempts: number,
+  ): Promise<SpeechStream> {
+    const response = await this.#open(
+      {
+        method: 'POST',
+        path: speechPath(prepared, true),
+        headers: this.#headers('*/*', 'application/json'),
+        body: prepared.body,
+        idempotent: true,
+        emptyCode: 'empty_audio',
+        audioFormat: prepared.outputFormat,
+      },
+      signal,
+      startedAt,
+    );
+    return new HttpSpeechStream({
+      response,
+      format: prepared.outputFormat,
+      contentType: this.#contentType(response, prepared.outputFormat),
+      earlierAttempts,
+    });
+  }
+
+  /** Reads up to the first audio before resolving, as the plain stream does (its first byte is audio). */
+  async #timestampedStream(
+    prepared: PreparedSpeech,
+    signal: AbortSignal | undefined,
+    startedAt: number,
+  ): Promise<SpeechStream> {
+    const response = await this.#open(
+      {
+        method: 'POST',
+        path: speechPath(prepared, true, true),
+        headers: this.#headers('application/json', 'application/json'),
+        body: prepared.body,
+        idempotent: true,
+        emptyCode: 'empty_audio',
+        timestamps: true,
+      },
+      signal,
+      startedAt,
+    );
+    const body = new TimestampedBody(response, this.#secrets);
+    await body.prime();
+    return new HttpSpeechStream({
+      response,
+      format: prepared.outputFormat,
+      // The JSON's audio is in the format asked for: the type it would have had on `/stream`.
+      contentType: FORMAT_INFO[prepared.outputFormat].contentType,
+      body,
+      alignment: body.alignment,
+    });
+  }
+
+  async #open(
+    spec: CallSpec,
+    signal: AbortSignal | undefined,
+    startedAt = performance.now(),
+  ): Promise<OpenResponse> {
     if (this.#closed)
       throw new SpeechServiceError({
         code: 'client_closed',

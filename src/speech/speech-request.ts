@@ -86,9 +86,9 @@ export function prepareSpeech(req: SpeechRequest): PreparedSpeech {
   return { voiceId: req.voiceId, outputFormat, body: JSON.stringify(body) };
 }
 
-/** The two speech paths (below the prefix), with `output_format` always explicit. */
-export function speechPath(prepared: PreparedSpeech, streaming: boolean): string {
+/** The speech paths (below the prefix), with `output_format` always explicit. */
+export function speechPath(prepared: PreparedSpeech, streaming: boolean, timestamps = false): string {
   const query = new URLSearchParams({ output_format: prepared.outputFormat });
-  const tail = streaming ? '/stream' : '';
+  const tail = (streaming ? '/stream' : '') + (timestamps ? '/with-timestamps' : '');
   return `/v1/text-to-speech/${encodeURIComponent(prepared.voiceId)}${tail}?${query.toString()}`;
 }

@@ -3,6 +3,7 @@
  * consumer asks (backpressure, no queue). Stopping early, by `break` or `cancel()`, destroys the
  * connection at once so a barge-in frees the server's worker without waiting for the text to finish.
  */
+import type { CharacterAlignment } from './alignment.js';
 import { SpeechServiceError } from './errors.js';
 import type { OutputFormat } from './formats.js';
 import { int16ToBytes, PcmAligner } from '../audio/pcm.js';
@@ -18,12 +19,30 @@ export interface SpeechStream extends AsyncIterable<Uint8Array> {
   readonly attempts: number;
   /** Stops the stream and closes its connection; iteration then ends with `reason`. */
   cancel(reason?: unknown): void;
+  /**
+   * The character timings of a with-timestamps answer (`SpeechClientOptions.timestamps`): ms from the
+   * first sample, the arrays growing as the answer is read (ahead of the audio they time), each entry
+   * final once present. Absent when the answer had none (timestamps off, or a service without them).
+   */
+  readonly alignment?: CharacterAlignment;
+}
+
+/** Where the audio bytes come from: the response's body itself, or what a with-timestamps body decodes to. */
+export interface AudioBody {
+  /** The next non-empty bytes, or `undefined` at the clean end. */
+  next(): Promise<Uint8Array | undefined>;
+  cancel(reason?: unknown): void;
 }
 
 export interface SpeechStreamInit {
   readonly response: OpenResponse;
   readonly format: OutputFormat;
   readonly contentType: string;
+  /** Default: the response's body. */
+  readonly body?: AudioBody;
+  readonly alignment?: CharacterAlignment;
+  /** Attempts refused before `response`'s own (a with-timestamps request that fell back). */
+  readonly earlierAttempts?: number;
 }
 
 export class HttpSpeechStream implements SpeechStream {
@@ -32,20 +51,22 @@ export class HttpSpeechStream implements SpeechStream {
   readonly requestId: string | undefined;
   readonly firstByteMs: number;
   readonly attempts: number;
-  readonly #response: OpenResponse;
+  readonly alignment?: CharacterAlignment;
+  readonly #body: AudioBody;
   #iterated = false;
 
   constructor(init: SpeechStreamInit) {
-    this.#response = init.response;
+    this.#body = init.body ?? init.response;
     this.format = init.format;
     this.contentType = init.contentType;
     this.requestId = init.response.requestId;
     this.firstByteMs = init.response.firstByteMs;
-    this.attempts = init.response.attempts;
+    this.attempts = init.response.attempts + (init.earlierAttempts ?? 0);
+    if (init.alignment !== undefined) this.alignment = init.alignment;
   }
 
   cancel(reason?: unknown): void {
-    this.#response.cancel(reason);
+    this.#body.cancel(reason);
   }
 
   /** Single use: the bytes come off a socket once. */
@@ -54,7 +75,7 @@ export class HttpSpeechStream implements SpeechStream {
     this.#iterated = true;
     const chunks = this.#chunks();
     // `return()` cancels before delegating: a generator that never started would skip its `finally`.
-    const stop = (): void => this.#response.cancel();
+    const stop = (): void => this.#body.cancel();
     return {
       next: () => chunks.next(),
       return: async () => {
@@ -69,17 +90,17 @@ export class HttpSpeechStream implements SpeechStream {
   }
 
   async *#chunks(): AsyncGenerator<Uint8Array, undefined, undefined> {
-    const response = this.#response;
+    const body = this.#body;
     const aligner = this.format === 'pcm_24000' ? new PcmAligner() : undefined;
     let ended = false;
     try {
-      for (let chunk = await response.next(); chunk !== undefined; chunk = await response.next()) {
+      for (let chunk = await body.next(); chunk !== undefined; chunk = await body.next()) {
         const out = aligner ? int16ToBytes(aligner.push(chunk)) : chunk;
         if (out.byteLength > 0) yield out;
       }
       ended = true;
     } finally {
-      if (!ended) response.cancel();
+      if (!ended) body.cancel();
     }
     if (aligner !== undefined && aligner.pendingBytes > 0) {
       throw new SpeechServiceError({

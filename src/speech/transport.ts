@@ -15,6 +15,7 @@ import {
   unexpectedContentType,
 } from './http-errors.js';
 import { retryDelayMs, sleep, type RetryPolicy } from './retry.js';
+import { acceptsTimestampsContentType, TIMESTAMPS_MEDIA_TYPES } from './timestamps.js';
 
 /** Error bodies are short JSON; more than this is a misbehaving proxy and is cut off. */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;
@@ -50,6 +51,8 @@ export interface CallSpec {
    * before any of its body is read (see `acceptsContentType`).
    */
   readonly audioFormat?: OutputFormat;
+  /** A with-timestamps request: a 2xx must declare JSON (or nothing), checked the same way. */
+  readonly timestamps?: boolean;
 }
 
 export interface Attempted {
@@ -59,6 +62,17 @@ export interface Attempted {
 
 function isFirstByteTimeout(reason: unknown): reason is SpeechServiceError {
   return reason instanceof SpeechServiceError && reason.code === 'first_byte_timeout';
+}
+
+/** What the answer should have declared, when its Content-Type does not fit the call. */
+function unexpectedBody(spec: CallSpec, contentType: string | undefined): string | undefined {
+  if (spec.timestamps) {
+    if (acceptsTimestampsContentType(contentType)) return undefined;
+    return `a JSON timestamps stream (${TIMESTAMPS_MEDIA_TYPES.join(', ')})`;
+  }
+  const format = spec.audioFormat;
+  if (format === undefined || acceptsContentType(format, contentType)) return undefined;
+  return `${format} audio (${FORMAT_INFO[format].mediaTypes.join(', ')})`;
 }
 
 function transportCode(error: SpeechServiceError): string | undefined {
@@ -134,15 +148,13 @@ export class Transport {
             this.#o.secrets,
           );
         }
-        const format = spec.audioFormat;
-        if (format !== undefined && !acceptsContentType(format, headerValue(res.headers, 'content-type'))) {
-          const expected = `${format} audio (${FORMAT_INFO[format].mediaTypes.join(', ')})`;
+        const expected = unexpectedBody(spec, headerValue(res.headers, 'content-type'));
+        if (expected !== undefined)
           throw unexpectedContentType(
             { status: res.statusCode, headers: res.headers },
             expected,
             this.#o.secrets,
           );
-        }
         const iterator = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer, undefined>;
         for (;;) {
           const step = await iterator.next();

@@ -5,8 +5,14 @@ import type { Logger } from 'pino';
 import { AsyncQueue } from '../../async/queue.js';
 import { compiledModule } from '../../paths.js';
 import type { EngineVoiceParams } from '../voices/params.js';
-import { CANCEL_SLOT, type FromWorker, type SynthJob } from './protocol.js';
-import { splitForEngine } from './sentences.js';
+import {
+  CANCEL_SLOT,
+  OUTPUT_SAMPLE_RATE,
+  type FromWorker,
+  type SynthJob,
+  type WordTiming,
+} from './protocol.js';
+import { pieceOffsets, splitForEngine } from './sentences.js';
 
 /** The worker runs compiled JavaScript, also when this file runs from source under the test runner. */
 function workerUrl(): URL {
@@ -28,12 +34,29 @@ export class EngineError extends Error {
  */
 const MAX_QUEUED_CHUNKS = 1024;
 
+/** Words of one `words` message, in the piece's own positions and times. */
+interface WordBatch {
+  readonly words: readonly WordTiming[];
+}
+
 interface Job {
   readonly message: SynthJob;
-  /** Audio of the job, pulled by its consumer; closed (with the error, if any) when the job ends. */
-  readonly chunks: AsyncQueue<Int16Array>;
+  /**
+   * Audio of the job, and its word timings when asked for (each batch ahead of the audio it came
+   * with), pulled by its consumer; closed (with the error, if any) when the job ends.
+   */
+  readonly chunks: AsyncQueue<Int16Array | WordBatch>;
   slot: Slot | undefined;
 }
+
+/** A chunk of speech and the words whose timings the engine finished with it. */
+export interface TimedAudio {
+  readonly samples: Int16Array;
+  /** Code points of the whole text; milliseconds from the first sample of its whole audio. */
+  readonly words: readonly WordTiming[];
+}
+
+const NO_SAMPLES = new Int16Array(0);
 
 interface Slot {
   worker: Worker;
@@ -104,20 +127,68 @@ export class EnginePool {
   async *synthesize(text: string, voice: EngineVoiceParams, signal: AbortSignal): AsyncGenerator<Int16Array> {
     const pieces = splitForEngine(text);
     for (let i = 0; i < pieces.length; i++) {
-      signal.throwIfAborted();
-      const job = this.enqueue(pieces[i]!, voice, i === 0);
-      const onAbort = (): void => this.cancel(job);
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        for await (const samples of job.chunks) {
-          signal.throwIfAborted();
-          yield samples;
+      for await (const item of this.run(pieces[i]!, voice, i === 0, false, signal))
+        if (item instanceof Int16Array) yield item;
+    }
+  }
+
+  /**
+   * The same speech, each chunk with the words the engine finished along with it: positions in `text`
+   * (code points), times from the first sample of the whole audio. Words still unfinished at the last
+   * chunk come with an empty one.
+   */
+  async *synthesizeTimed(
+    text: string,
+    voice: EngineVoiceParams,
+    signal: AbortSignal,
+  ): AsyncGenerator<TimedAudio> {
+    const pieces = splitForEngine(text);
+    const offsets = pieceOffsets(text, pieces);
+    let samplesBefore = 0;
+    let words: WordTiming[] = [];
+    for (let i = 0; i < pieces.length; i++) {
+      const offset = offsets[i]!;
+      const offsetMs = (samplesBefore * 1000) / OUTPUT_SAMPLE_RATE;
+      for await (const item of this.run(pieces[i]!, voice, i === 0, true, signal)) {
+        if (item instanceof Int16Array) {
+          samplesBefore += item.length;
+          yield { samples: item, words };
+          words = [];
+          continue;
         }
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-        // Reached when the consumer stops early too: the engine must not keep working for nobody.
-        this.cancel(job);
+        for (const w of item.words)
+          words.push({
+            start: w.start + offset,
+            end: w.end + offset,
+            startMs: w.startMs + offsetMs,
+            endMs: w.endMs + offsetMs,
+          });
       }
+    }
+    if (words.length > 0) yield { samples: NO_SAMPLES, words };
+  }
+
+  /** One piece as one job: what it produces, until it ends. */
+  private async *run(
+    piece: string,
+    voice: EngineVoiceParams,
+    first: boolean,
+    timings: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<Int16Array | WordBatch> {
+    signal.throwIfAborted();
+    const job = this.enqueue(piece, voice, first, timings);
+    const onAbort = (): void => this.cancel(job);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const item of job.chunks) {
+        signal.throwIfAborted();
+        yield item;
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      // Reached when the consumer stops early too: the engine must not keep working for nobody.
+      this.cancel(job);
     }
   }
 
@@ -170,8 +241,8 @@ export class EnginePool {
     }
     const job = slot.job;
     if (!job || job.message.jobId !== message.jobId) return; // a cancelled job's late chunk
-    if (message.type === 'audio') {
-      if (!job.chunks.tryPush(message.samples)) {
+    if (message.type === 'audio' || message.type === 'words') {
+      if (!job.chunks.tryPush(message.type === 'audio' ? message.samples : { words: message.words })) {
         job.chunks.close(
           new EngineError(`job ${job.message.jobId} produced more than ${MAX_QUEUED_CHUNKS} chunks`),
         );
@@ -201,11 +272,12 @@ export class EnginePool {
     if (index >= 0) this.slots[index] = this.spawn();
   }
 
-  private enqueue(text: string, voice: EngineVoiceParams, first: boolean): Job {
+  private enqueue(text: string, voice: EngineVoiceParams, first: boolean, timings: boolean): Job {
     if (this.closed) throw new EngineError('engine pool closed');
     const job: Job = {
-      message: { type: 'synth', jobId: this.nextJobId++, text, voice },
-      chunks: new AsyncQueue<Int16Array>(MAX_QUEUED_CHUNKS),
+      message: { type: 'synth', jobId: this.nextJobId++, text, voice, timings },
+      // At most one batch of words per chunk of audio, and one more at the end.
+      chunks: new AsyncQueue<Int16Array | WordBatch>(timings ? 2 * MAX_QUEUED_CHUNKS + 1 : MAX_QUEUED_CHUNKS),
       slot: undefined,
     };
     (first ? this.firstPieces : this.laterPieces).push(job);

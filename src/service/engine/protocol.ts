@@ -9,6 +9,20 @@ export interface SynthJob {
   readonly jobId: number;
   readonly text: string;
   readonly voice: EngineVoiceParams;
+  /** Also report when each word is spoken (`words` messages); off for plain speech, which needs none. */
+  readonly timings: boolean;
+}
+
+/**
+ * When one word is spoken. Positions are code points of the text synthesized (end exclusive); times are
+ * milliseconds from that text's first sample. `endMs` is where the word's sound stops, before any pause
+ * that follows it (docs/speech-service.md, "Character timings").
+ */
+export interface WordTiming {
+  readonly start: number;
+  readonly end: number;
+  readonly startMs: number;
+  readonly endMs: number;
 }
 
 export type ToWorker = SynthJob;
@@ -16,6 +30,11 @@ export type ToWorker = SynthJob;
 export type FromWorker =
   | { readonly type: 'ready' }
   | { readonly type: 'audio'; readonly jobId: number; readonly samples: Int16Array }
+  /**
+   * Words the engine finished (their sound and the pause after them) in the callback that also produced
+   * the next `audio` message, sent ahead of it; the last ones of a job may come after its last audio.
+   */
+  | { readonly type: 'words'; readonly jobId: number; readonly words: readonly WordTiming[] }
   | { readonly type: 'done'; readonly jobId: number; readonly cancelled: boolean }
   | { readonly type: 'failed'; readonly jobId: number; readonly message: string };
 

@@ -8,6 +8,20 @@ export const PIECE_MAX_CHARS = 400;
 const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*\s+/g;
 const CLAUSE_END = /[,;:—–]\s+/g;
 
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/** Code points of `text.slice(from, to)`, counted as `for…of` counts them (a lone surrogate is one). */
+function codePointsBetween(text: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++, n++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < to && isLowSurrogate(text.charCodeAt(i + 1))) i++;
+  }
+  return n;
+}
+
 function splitAt(text: string, pattern: RegExp): string[] {
   const out: string[] = [];
   let start = 0;
@@ -36,7 +50,13 @@ function cut(piece: string, maxChars: number): string[] {
         current = '';
       }
       if (word.length > maxChars) {
-        for (let i = 0; i < word.length; i += maxChars) out.push(word.slice(i, i + maxChars));
+        for (let i = 0; i < word.length;) {
+          let end = Math.min(word.length, i + maxChars);
+          // Never between the two halves of a surrogate pair: each piece stays whole code points.
+          if (end < word.length && end - 1 > i && isLowSurrogate(word.charCodeAt(end))) end--;
+          out.push(word.slice(i, end));
+          i = end;
+        }
       } else current += word;
     }
     if (current) out.push(current);
@@ -65,4 +85,24 @@ export function splitForEngine(text: string): string[] {
   }
   if (current) pieces.push(current);
   return pieces.map((p) => p.trim()).filter((p) => p.length > 0);
+}
+
+/**
+ * Where each piece of `splitForEngine(text)` starts in `text`, in code points: the way back from a
+ * position in a piece to the caller's text. The pieces are the text's consecutive parts, trimmed, so
+ * each is found at or after the end of the one before it.
+ */
+export function pieceOffsets(text: string, pieces: readonly string[]): number[] {
+  const offsets: number[] = [];
+  let from = 0;
+  let codePoints = 0;
+  for (const piece of pieces) {
+    const at = text.indexOf(piece, from);
+    if (at < 0) throw new Error('a piece is not part of the text it was split from');
+    codePoints += codePointsBetween(text, from, at);
+    offsets.push(codePoints);
+    codePoints += codePointsBetween(text, at, at + piece.length);
+    from = at + piece.length;
+  }
+  return offsets;
 }

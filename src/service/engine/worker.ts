@@ -12,8 +12,10 @@ import {
   OUTPUT_SAMPLE_RATE,
   type FromWorker,
   type ToWorker,
+  type WordTiming,
 } from './protocol.js';
 import { escapeSsml } from './ssml.js';
+import { WordMarks } from './word-marks.js';
 
 const port = parentPort;
 if (!port) throw new Error('engine worker must run in a worker thread');
@@ -27,6 +29,10 @@ function post(message: FromWorker): void {
   else port!.postMessage(message);
 }
 
+function postWords(jobId: number, words: WordTiming[]): void {
+  if (words.length > 0) post({ type: 'words', jobId, words });
+}
+
 function run(job: Extract<ToWorker, { type: 'synth' }>): void {
   const v = job.voice;
   engine.set_voice(`${v.language}+${v.variant}`);
@@ -34,17 +40,21 @@ function run(job: Extract<ToWorker, { type: 'synth' }>): void {
   engine.pitch = v.pitch;
   engine.range = v.range;
   resampler.reset();
+  // Only a request for timings pays for them (reading the events, one backward scan of the samples).
+  const marks = job.timings ? new WordMarks(job.text, ENGINE_SAMPLE_RATE) : undefined;
   let cancelled = false;
-  engine.synthesize(escapeSsml(job.text), (samples) => {
+  engine.synthesize(escapeSsml(job.text), (samples, events) => {
     if (Atomics.load(cancel, CANCEL_SLOT) === job.jobId) {
       cancelled = true;
       return true;
     }
+    if (marks) postWords(job.jobId, marks.push(samples, events));
     const out = resampler.push(samples);
     if (out.length > 0) post({ type: 'audio', jobId: job.jobId, samples: out });
     return false;
   });
   if (!cancelled) {
+    if (marks) postWords(job.jobId, marks.end());
     const tail = resampler.flush();
     if (tail.length > 0) post({ type: 'audio', jobId: job.jobId, samples: tail });
   }

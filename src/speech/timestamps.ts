@@ -1,0 +1,246 @@
+/**
+ * Reading a `/stream/with-timestamps` answer: JSON objects, one per line (ElevenLabs' framing, which its
+ * SDKs split on "\n"), each with `audio_base64` and the `alignment` of the characters it completes.
+ * The objects are parsed as the bytes arrive, whatever the chunking (an object split across chunks,
+ * several in one), each bounded in size, and turned into the audio bytes the plain `/stream` would
+ * have sent, plus character timings that grow as the objects come.
+ */
+import type { CharacterAlignment } from './alignment.js';
+import { SpeechServiceError } from './errors.js';
+import { redact } from './http-errors.js';
+import type { OpenResponse } from './transport.js';
+
+/**
+ * The largest object accepted: ElevenLabs sends one per ~100 ms–1 s of audio (a few hundred KB of
+ * base64 at most); an object this big is a broken or hostile server, not speech.
+ */
+export const TIMESTAMPS_OBJECT_MAX_BYTES = 4 * 1024 * 1024;
+
+const NEWLINE = 0x0a;
+const BASE64_GROUP_CHARS = 4;
+const BASE64_GROUP_BYTES = 3;
+
+/** Media types (no parameters) a with-timestamps answer may declare, besides none or octet-stream. */
+export const TIMESTAMPS_MEDIA_TYPES: readonly string[] = [
+  'application/json',
+  'application/x-ndjson',
+  'application/ndjson',
+  'application/jsonl',
+];
+
+/** Whether a with-timestamps answer's Content-Type fits: JSON (or nothing said), never a page or audio. */
+export function acceptsTimestampsContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined || contentType.trim() === '') return true;
+  const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  return mediaType === 'application/octet-stream' || TIMESTAMPS_MEDIA_TYPES.includes(mediaType);
+}
+
+/** One object of the stream: its audio, and the timings of the characters it completes (in ms). */
+export interface TimestampedChunk {
+  readonly audio: Uint8Array;
+  readonly characters: readonly string[];
+  readonly startMs: readonly number[];
+  readonly endMs: readonly number[];
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Base64 as Node decodes it, checked: `Buffer.from` skips what is not base64 and stops at padding, so a
+ * well-formed string is exactly the one whose decoded length its own length predicts.
+ */
+function decodeBase64(text: string): Uint8Array | undefined {
+  if (text.length % BASE64_GROUP_CHARS !== 0) return undefined;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const bytes = Buffer.from(text, 'base64');
+  const expected = (text.length / BASE64_GROUP_CHARS) * BASE64_GROUP_BYTES - padding;
+  return bytes.byteLength === expected ? bytes : undefined;
+}
+
+/** Seconds (the wire's unit) to whole milliseconds, the unit of `CharacterAlignment`. */
+function secondsToMs(list: unknown[], name: string): number[] | string {
+  const out: number[] = [];
+  for (const s of list) {
+    if (typeof s !== 'number' || !Number.isFinite(s) || s < 0) return `${name} holds ${JSON.stringify(s)}`;
+    out.push(Math.round(s * 1000));
+  }
+  return out;
+}
+
+/** The object's shape, or what is wrong with it. */
+function toChunk(value: unknown): TimestampedChunk | string {
+  if (!isObject(value)) return 'an object of the stream is not a JSON object';
+  const base64 = value['audio_base64'];
+  if (typeof base64 !== 'string') return 'audio_base64 is not a string';
+  const audio = decodeBase64(base64);
+  if (audio === undefined) return 'audio_base64 is not base64';
+  const alignment = value['alignment'];
+  if (alignment === undefined || alignment === null) return { audio, characters: [], startMs: [], endMs: [] };
+  if (!isObject(alignment)) return 'alignment is not an object';
+  const characters = alignment['characters'];
+  const starts = alignment['character_start_times_seconds'];
+  const ends = alignment['character_end_times_seconds'];
+  if (!Array.isArray(characters) || !Array.isArray(starts) || !Array.isArray(ends))
+    return 'alignment lacks its characters or times';
+  if (starts.length !== characters.length || ends.length !== characters.length)
+    return 'alignment has lists of different lengths';
+  if (!characters.every((c): c is string => typeof c === 'string'))
+    return 'alignment.characters holds a non-string';
+  const startMs = secondsToMs(starts, 'character_start_times_seconds');
+  if (typeof startMs === 'string') return startMs;
+  const endMs = secondsToMs(ends, 'character_end_times_seconds');
+  if (typeof endMs === 'string') return endMs;
+  return { audio, characters, startMs, endMs };
+}
+
+/**
+ * Splits the body into its objects: each complete line is parsed as it arrives; blank lines are
+ * skipped, and a last object without its "\n" is taken at the end. Throws a `SpeechServiceError`
+ * (`invalid_response`, or `response_too_large` past `TIMESTAMPS_OBJECT_MAX_BYTES`) on the first bad one.
+ */
+export class TimestampsParser {
+  /** The current line's bytes so far (a list, so a long line is not copied once per chunk). */
+  #parts: Uint8Array[] = [];
+  #size = 0;
+
+  /** `secrets` are scrubbed from the JSON parser's message, which quotes the body. */
+  constructor(
+    private readonly requestId: string | undefined,
+    private readonly secrets: readonly string[] = [],
+    private readonly maxObjectBytes = TIMESTAMPS_OBJECT_MAX_BYTES,
+  ) {}
+
+  push(chunk: Uint8Array): TimestampedChunk[] {
+    const out: TimestampedChunk[] = [];
+    let from = 0;
+    for (let nl = chunk.indexOf(NEWLINE); nl >= 0; nl = chunk.indexOf(NEWLINE, from)) {
+      this.#add(chunk.subarray(from, nl));
+      this.#line(out);
+      from = nl + 1;
+    }
+    this.#add(chunk.subarray(from));
+    return out;
+  }
+
+  /** The body ended: the last object, if it had no "\n" after it. */
+  end(): TimestampedChunk[] {
+    const out: TimestampedChunk[] = [];
+    this.#line(out);
+    return out;
+  }
+
+  #add(bytes: Uint8Array): void {
+    if (bytes.byteLength === 0) return;
+    this.#size += bytes.byteLength;
+    if (this.#size > this.maxObjectBytes)
+      throw new SpeechServiceError({
+        code: 'response_too_large',
+        message: `an object of the timestamps stream exceeds ${this.maxObjectBytes} bytes`,
+        requestId: this.requestId,
+        retryable: false,
+      });
+    this.#parts.push(bytes);
+  }
+
+  #line(out: TimestampedChunk[]): void {
+    const parts = this.#parts;
+    const size = this.#size;
+    this.#parts = [];
+    this.#size = 0;
+    if (size === 0) return;
+    const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+    let value: unknown;
+    try {
+      const text = UTF8.decode(bytes);
+      if (text.trim() === '') return;
+      value = JSON.parse(text);
+    } catch (error) {
+      const cause = new SyntaxError(redact((error as Error).message, this.secrets));
+      throw this.#invalid('an object of the timestamps stream is not valid JSON', cause);
+    }
+    const chunk = toChunk(value);
+    if (typeof chunk === 'string') throw this.#invalid(chunk);
+    out.push(chunk);
+  }
+
+  #invalid(message: string, cause?: unknown): SpeechServiceError {
+    return new SpeechServiceError({
+      code: 'invalid_response',
+      message: `the speech service's timestamps stream is malformed: ${message}`,
+      requestId: this.requestId,
+      retryable: false,
+      cause,
+    });
+  }
+}
+
+/**
+ * A with-timestamps response read as audio: `next()` gives the decoded bytes of each object, in order,
+ * while `alignment` grows with every object parsed (before its audio is handed out). A malformed
+ * object fails it and cancels the connection.
+ */
+export class TimestampedBody {
+  readonly alignment: CharacterAlignment = { characters: [], startMs: [], endMs: [] };
+  readonly #response: OpenResponse;
+  readonly #parser: TimestampsParser;
+  /** Audio of objects parsed but not handed out: at most the objects of one body chunk. */
+  readonly #ready: Uint8Array[] = [];
+  #ended = false;
+
+  constructor(response: OpenResponse, secrets: readonly string[]) {
+    this.#response = response;
+    this.#parser = new TimestampsParser(response.requestId, secrets);
+  }
+
+  /** The next non-empty audio, or `undefined` at the body's clean end. */
+  async next(): Promise<Uint8Array | undefined> {
+    while (this.#ready.length === 0 && !this.#ended) await this.#pull();
+    return this.#ready.shift();
+  }
+
+  /**
+   * Reads until the first audio is in (kept for `next()`), so a stream resolves with audio flowing as
+   * the plain one does. An answer that ends without audio fails with `empty_audio`.
+   */
+  async prime(): Promise<void> {
+    while (this.#ready.length === 0 && !this.#ended) await this.#pull();
+    if (this.#ready.length > 0) return;
+    throw new SpeechServiceError({
+      code: 'empty_audio',
+      message: `speech service answered ${this.#response.status} with no audio in its timestamps stream`,
+      status: this.#response.status,
+      requestId: this.#response.requestId,
+      retryable: false,
+    });
+  }
+
+  cancel(reason?: unknown): void {
+    this.#ready.length = 0;
+    this.#response.cancel(reason);
+  }
+
+  async #pull(): Promise<void> {
+    const chunk = await this.#response.next();
+    let objects: TimestampedChunk[];
+    try {
+      objects = chunk === undefined ? this.#parser.end() : this.#parser.push(chunk);
+    } catch (error) {
+      this.cancel(error);
+      throw error;
+    }
+    if (chunk === undefined) this.#ended = true;
+    const { characters, startMs, endMs } = this.alignment;
+    for (const o of objects) {
+      for (let i = 0; i < o.characters.length; i++) {
+        characters.push(o.characters[i]!);
+        startMs.push(o.startMs[i]!);
+        endMs.push(o.endMs[i]!);
+      }
+      if (o.audio.byteLength > 0) this.#ready.push(o.audio);
+    }
+  }
+}
