@@ -45,6 +45,10 @@ export interface BargeInChainOptions {
   sink: Playout;
   /** An onset that interrupted something. */
   onBargeIn: (bargeIn: BargeIn) => void;
+  /** Every onset, interrupting or not (a relay's turn recording starts there). */
+  onOnset?: ((onsetMs: number) => void) | undefined;
+  /** The caller's audio as decoded, with its inbound time (a relay records turns from it). */
+  onAudio?: ((samples: Int16Array, atMs: number) => void) | undefined;
   log: Logger;
 }
 
@@ -74,6 +78,7 @@ export class BargeInChain {
     const rate = inbound.sampleRate;
     const atMs = timestampMs ?? (this.inboundSamples / rate) * 1000;
     this.inboundSamples += samples.length;
+    this.options.onAudio?.(samples, atMs);
     if (this.backlog + samples.length > (MAX_VAD_BACKLOG_MS * rate) / 1000) return false;
     this.backlog += samples.length;
     const botAudible = sink.playedMs() < sink.writtenMs();
@@ -81,7 +86,10 @@ export class BargeInChain {
       .then(async () => {
         if (this.closed) return;
         const onset = await detector.push(samples, { timestampMs: atMs, botAudible });
-        if (onset && !this.closed) this.interrupt(onset.onsetMs, atMs);
+        if (onset && !this.closed) {
+          this.options.onOnset?.(onset.onsetMs);
+          this.interrupt(onset.onsetMs, atMs);
+        }
       })
       .catch((error: unknown) => this.options.log.error({ err: error }, 'voice activity detection failed'))
       .finally(() => (this.backlog -= samples.length));

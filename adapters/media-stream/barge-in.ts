@@ -5,11 +5,13 @@
 import { Resampler } from '../../src/audio/resampler.js';
 import { SpeechOnsetDetector, type SileroModel, type VadSampleRate } from '../../src/audio/vad/index.js';
 import type { WireFormat } from '../../src/audio/framer.js';
-import type { OnsetDetector } from './caller-audio.js';
+import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 
 export interface BargeInSettings {
   minSpeechMs: number;
   minSpeechWhileAudibleMs: number;
+  /** Silence that ends a caller's turn (a relay's prompts), ms. */
+  endOfTurnMs?: number | undefined;
 }
 
 const MODEL_RATES: ReadonlySet<number> = new Set([8000, 16_000]);
@@ -18,11 +20,17 @@ const FALLBACK_RATE: VadSampleRate = 16_000;
 export function bargeInDetectors(
   model: SileroModel,
   settings: BargeInSettings,
-): (inbound: WireFormat) => OnsetDetector {
-  return (inbound) => {
+): (inbound: WireFormat, hooks?: DetectorHooks) => OnsetDetector {
+  return (inbound, hooks) => {
     const direct = MODEL_RATES.has(inbound.sampleRate);
     const sampleRate = direct ? (inbound.sampleRate as VadSampleRate) : FALLBACK_RATE;
-    const detector = new SpeechOnsetDetector(model, { sampleRate, ...settings });
+    const { endOfTurnMs, ...rest } = settings;
+    const detector = new SpeechOnsetDetector(model, {
+      sampleRate,
+      ...rest,
+      ...(endOfTurnMs === undefined ? {} : { endOfTurnMs }),
+      onTurnEnd: hooks?.onTurnEnd,
+    });
     if (direct) return detector;
     const resampler = new Resampler({ inputRate: inbound.sampleRate, outputRate: FALLBACK_RATE });
     return {

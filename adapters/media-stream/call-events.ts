@@ -28,7 +28,17 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
     }
   | { type: 'dtmf'; digit: string }
   | { type: 'flow'; event: FlowEvent }
-  | { type: 'call.ended'; reason: string }
+  | { type: 'call.ended'; reason: string; handoffData?: string }
+  | {
+      type: 'relay';
+      relay: string;
+      sessionId: string;
+      status: 'started' | 'ended';
+      /** How it ended: `end` (the app's), `closed` (its socket). */
+      reason?: string;
+      detail?: string;
+      handoffData?: string | undefined;
+    }
 );
 
 type DistributiveOmit<T, K extends keyof never> = T extends unknown ? Omit<T, K> : never;
@@ -68,7 +78,17 @@ export function toWire(event: CallEvent): Record<string, unknown> {
     case 'flow':
       return { ...head, event: flowEventWire(event.event) };
     case 'call.ended':
-      return { ...head, reason: event.reason };
+      return { ...head, reason: event.reason, ...(event.handoffData === undefined ? {} : { handoff_data: event.handoffData }) };
+    case 'relay':
+      return {
+        ...head,
+        relay: event.relay,
+        session_id: event.sessionId,
+        status: event.status,
+        ...(event.reason === undefined ? {} : { reason: event.reason }),
+        ...(event.detail === undefined ? {} : { detail: event.detail }),
+        ...(event.handoffData === undefined ? {} : { handoff_data: event.handoffData }),
+      };
     default:
       return unknownEvent(event);
   }

@@ -61,7 +61,8 @@ export class CallFlow {
       id: call.id,
       say: (text, o) => call.say(text, o),
       nextDigit: (timeoutMs, signal) => this.digits.next(timeoutMs, signal),
-      hangup: () => call.hangup(),
+      hangup: (handoffData) => call.hangup(handoffData),
+      relay: call.relay,
     };
     runFlow(flow, flowCall, {
       name,

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
-import type { FlowSayResult } from '../../src/flows/runner.js';
+import type { FlowRelayOutcome, FlowSayResult } from '../../src/flows/runner.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
@@ -16,7 +16,8 @@ import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speake
 import { BargeInChain } from './barge-in-chain.js';
 import { CallFlow, chooseFlow } from './call-flow.js';
 import { publicResult, type CallEvent, type EventBody } from './call-events.js';
-import type { OnsetDetector } from './caller-audio.js';
+import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
+import { CallRelay, type CallRelays } from './call-relay.js';
 import { CLOSE } from './close-codes.js';
 import { EventLog } from './event-log.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
@@ -54,7 +55,9 @@ export interface CallOptions {
   logger: Logger;
   settings: CallSettings;
   /** Makes the call's VAD once the inbound format is known; none: no barge-in on voice. */
-  detector?: ((inbound: WireFormat) => OnsetDetector) | undefined;
+  detector?: ((inbound: WireFormat, hooks: DetectorHooks) => OnsetDetector) | undefined;
+  /** Relays the call's flows may hand it to; none: relay nodes fail. */
+  relays?: CallRelays | undefined;
   /** Webhook sender for flows (tests inject their own). */
   post?: PostJson | undefined;
   /** The upgrade URL's query parameters (the `token` among them excluded). */
@@ -115,6 +118,8 @@ export class Call extends EventEmitter<CallEvents> {
   /** Inbound messages dropped (bad input, media before start), for diagnostics. */
   dropped = 0;
   #state: CallState = { status: 'connecting' };
+  /** The relay the call's flow handed it to, while it runs. */
+  #relay: CallRelay | undefined;
   private readonly events = new EventLog();
   private readonly options: CallOptions;
   /** The gateway's logger; once the call starts, with its call and stream ids on every line. */
@@ -295,7 +300,9 @@ export class Call extends EventEmitter<CallEvents> {
     speaker.on('utteranceEnd', ({ id, result }) =>
       this.emitEvent({ type: 'utterance.finished', utteranceId: id, result: publicResult(result) }),
     );
-    const detector = settings.bargeIn ? this.options.detector?.(stream.inbound) : undefined;
+    const detector = settings.bargeIn
+      ? this.options.detector?.(stream.inbound, { onTurnEnd: (turn) => this.#relay?.turnEnd(turn) })
+      : undefined;
     const bargeIn =
       detector &&
       new BargeInChain({
@@ -303,7 +310,12 @@ export class Call extends EventEmitter<CallEvents> {
         inbound: stream.inbound,
         speaker,
         sink,
-        onBargeIn: (b) => this.emitEvent({ type: 'barge-in', ...b }),
+        onBargeIn: (b) => {
+          this.emitEvent({ type: 'barge-in', ...b });
+          this.#relay?.bargeIn(b);
+        },
+        onOnset: (onsetMs) => this.#relay?.onset(onsetMs),
+        onAudio: (samples, atMs) => this.#relay?.audio(samples, atMs),
         log: this.log,
       });
     const chosen = chooseFlow(stream.parameters['flow'], settings, this.log);
@@ -311,7 +323,12 @@ export class Call extends EventEmitter<CallEvents> {
       chosen &&
       new CallFlow({
         ...chosen,
-        call: { id: this.id, say: (text, o) => this.sayForFlow(text, o), hangup: () => this.hangup() },
+        call: {
+          id: this.id,
+          say: (text, o) => this.sayForFlow(text, o),
+          hangup: (handoffData) => this.hangup(handoffData),
+          relay: (name, signal) => this.runRelay(name, signal),
+        },
         clock,
         onEvent: (event) => this.emitEvent({ type: 'flow', event }),
         post: this.options.post,
@@ -370,33 +387,80 @@ export class Call extends EventEmitter<CallEvents> {
     this.refuse(refusal, { callId: this.id });
   }
 
-  /** Hangs up where the gateway can, else closes the connection; the call ends either way. */
-  async hangup(): Promise<void> {
+  /**
+   * Hangs up where the gateway can, else closes the connection; the call ends either way, its
+   * `call.ended` carrying `handoffData` when a relay app gave some.
+   */
+  async hangup(handoffData?: string): Promise<void> {
     const state = this.#state;
     if (state.status === 'ended') return;
     if (state.status === 'active') {
       const message = this.options.gateway.encodeHangup(state.stream);
       if (message !== undefined) this.options.transport.send(message, () => undefined);
     }
-    this.end('hung up');
+    this.end('hung up', handoffData);
     this.options.close(CLOSE.normal, 'call ended');
   }
 
   /** The connection closed (or the gateway said stop): stop speaking at once, release everything. */
-  end(reason: string): void {
+  end(reason: string, handoffData?: string): void {
     const state = this.#state;
     if (state.status === 'ended') return;
     this.setState({ status: 'ended', reason, flow: state.status === 'active' ? state.flow : undefined });
-    this.emitEvent({ type: 'call.ended', reason });
+    this.emitEvent({ type: 'call.ended', reason, ...(handoffData === undefined ? {} : { handoffData }) });
     this.emit('ended', reason);
   }
 
   private onDigit(state: ActiveState, digit: string): void {
     this.emitEvent({ type: 'dtmf', digit });
+    if (this.#relay) {
+      // The relay app has the keys now; whether one cuts its speech is its talk cycle's to say.
+      this.#relay.dtmf(digit);
+      return;
+    }
     if (!state.flow) return;
     // A key press answers the flow's prompt: the prompt stops, as it would for the caller's voice.
     state.speaker.interrupt();
     state.flow.pushDigit(digit);
+  }
+
+  /** Runs relay `name` on this call (a flow's relay node) until the app ends it or its socket closes. */
+  private async runRelay(name: string, signal: AbortSignal): Promise<FlowRelayOutcome> {
+    const state = this.#state;
+    const settings = this.options.relays?.settings[name];
+    if (state.status !== 'active' || !settings) return { reason: 'closed', detail: `no relay named ${name}` };
+    const { stream, speaker } = state;
+    const p = stream.parameters;
+    const stt = this.options.relays?.stt;
+    const relay = new CallRelay({
+      name,
+      settings,
+      stt,
+      inboundRate: stream.inbound.sampleRate,
+      log: this.log,
+      host: {
+        setup: {
+          callSid: this.id,
+          from: p['from'] ?? p['From'] ?? '',
+          to: p['to'] ?? p['To'] ?? '',
+          direction: p['direction'] ?? 'inbound',
+          callType: 'PSTN',
+          customParameters: { ...p },
+          voxbridge: { gateway: this.gateway, prompts: stt !== undefined && state.bargeIn !== undefined },
+        },
+        say: (text, o) => this.say(text, { interruptible: o.interruptible, voiceId: o.voiceId }),
+        interrupt: () => speaker.interrupt({ force: true, keepQueue: true }),
+      },
+    });
+    this.#relay = relay;
+    this.emitEvent({ type: 'relay', relay: name, sessionId: relay.sessionId, status: 'started' });
+    try {
+      const outcome = await relay.run(signal);
+      this.emitEvent({ type: 'relay', relay: name, sessionId: relay.sessionId, status: 'ended', ...outcome });
+      return outcome;
+    } finally {
+      this.#relay = undefined;
+    }
   }
 
   private emitEvent(body: EventBody): void {

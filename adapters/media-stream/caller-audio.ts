@@ -2,6 +2,7 @@
 import { decodeAlaw, decodeMulaw } from '../../src/audio/g711.js';
 import { bytesToInt16 } from '../../src/audio/pcm.js';
 import type { WireFormat } from '../../src/audio/framer.js';
+import type { SpeechTurn } from '../../src/audio/vad/index.js';
 
 /** Finds the start of speech in the caller's audio (the VAD). One per call. */
 export interface OnsetDetector {
@@ -14,6 +15,11 @@ export interface OnsetDetector {
     info: { timestampMs: number; botAudible: boolean },
   ): Promise<{ onsetMs: number } | undefined>;
   reset(): void;
+}
+
+/** What the call asks of its detector besides onsets: the end of each of the caller's turns. */
+export interface DetectorHooks {
+  onTurnEnd?: ((turn: SpeechTurn) => void) | undefined;
 }
 
 /** The caller's audio as mono samples: a stereo stream (jambonz `mixType: stereo`) keeps channel 0, the caller. */

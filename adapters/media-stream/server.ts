@@ -8,6 +8,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { rawBytes } from '../../src/http/ws-data.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
@@ -16,7 +17,8 @@ import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
 import type { CallEvent } from './call-events.js';
 import { Call, type CallRefusal, type CallSettings } from './call.js';
 import { CLOSE, closeReason } from './close-codes.js';
-import type { OnsetDetector } from './caller-audio.js';
+import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
+import type { CallRelays } from './call-relay.js';
 import type { GatewayName, GatewayProtocol, StreamInfo } from '../../src/protocols/types.js';
 
 export { CLOSE } from './close-codes.js';
@@ -52,7 +54,8 @@ export interface MediaStreamServerOptions {
   cache?: PhraseCache | undefined;
   clock: Clock;
   logger: Logger;
-  detector?: ((inbound: WireFormat) => OnsetDetector) | undefined;
+  detector?: ((inbound: WireFormat, hooks: DetectorHooks) => OnsetDetector) | undefined;
+  relays?: CallRelays | undefined;
   post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
 }
 
@@ -207,6 +210,7 @@ export class MediaStreamServer {
       logger: logger.child({ gateway: protocol.name }),
       settings: this.options.settings,
       detector: this.options.detector,
+      relays: this.options.relays,
       post: this.options.post,
       urlParameters,
       admit: (stream) => this.admit(stream),
@@ -255,7 +259,7 @@ export class MediaStreamServer {
         call.end('message flood');
         return;
       }
-      call.onMessage(toBytes(data), isBinary);
+      call.onMessage(rawBytes(data), isBinary);
     });
     ws.on('error', (error) => {
       logger.warn({ callId: call.id, gateway: protocol.name, err: error.message }, 'media connection error');
@@ -298,10 +302,4 @@ export class MediaStreamServer {
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
     for (const ws of this.wss.clients) ws.terminate();
   }
-}
-
-function toBytes(data: RawData): Uint8Array {
-  if (Array.isArray(data)) return Buffer.concat(data);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return data;
 }

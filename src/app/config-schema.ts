@@ -121,6 +121,31 @@ export const configSchema = z.strictObject({
     retryBaseDelayMs: z.number().int().min(0),
     retryMaxDelayMs: z.number().int().min(0),
   }),
+  /** Speech-to-text for the caller's turns (a relay's `prompt`s); baseUrl null: no prompts. */
+  stt: z.strictObject({
+    /** STT_BASE_URL: an ElevenLabs-compatible service (`POST {baseUrl}{pathPrefix}/v1/speech-to-text`). */
+    baseUrl: z.url({ protocol: /^https?$/ }).nullable(),
+    pathPrefix: z.string().regex(/^(\/[^/]+)*$/, 'must be empty or start with / and not end with /'),
+    authHeader: z.enum(['ServicePlatform-APIKey', 'xi-api-key']),
+    modelId: z.string().min(1),
+    /** Silence after the caller's speech that ends their turn (ms). */
+    endOfTurnMs: z.number().int().min(200).max(5000),
+  }),
+  /** Apps that drive a call or a guild over ConversationRelay's WebSocket protocol, by name. */
+  relays: z.record(
+    z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'relay names are letters, digits, _ and -'),
+    z.strictObject({
+      url: z.url({ protocol: /^wss?$/ }),
+      /** Sent on the upgrade; a value `env:NAME` is read from that environment variable (a secret). */
+      headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), z.string().max(4096)).default({}),
+      welcome: z.string().min(1).max(5000).optional(),
+      welcomeInterruptible: z.enum(['none', 'dtmf', 'speech', 'any']).optional(),
+      interruptible: z.enum(['none', 'dtmf', 'speech', 'any']).default('any'),
+      dtmf: z.boolean().default(true),
+      voiceId: z.string().min(1).optional(),
+      connectTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
+    }),
+  ),
   service: z.strictObject({
     workers: z.number().int().min(0).max(64),
     /** Speech requests each key of `keys` may have in flight. */

@@ -24,6 +24,10 @@ export interface Secrets {
   discordToken: string | undefined;
   /** What instances of one cluster prove to each other on a forwarded request (CLUSTER_TOKEN, else the control token). */
   clusterToken: string | undefined;
+  /** STT_API_KEY: the speech-to-text service's key. */
+  sttApiKey: string | undefined;
+  /** Each relay's upgrade headers, `env:NAME` values read from the environment. */
+  relayHeaders: ReadonlyMap<string, Readonly<Record<string, string>>>;
 }
 
 /**
@@ -101,6 +105,7 @@ function envOverrides(env: Env): Record<string, unknown> {
       .filter(Boolean);
   if (Object.keys(server).length) o['server'] = server;
   if (env['SPEECH_BASE_URL']) o['speech'] = { baseUrl: env['SPEECH_BASE_URL'].replace(/\/+$/, '') };
+  if (env['STT_BASE_URL']) o['stt'] = { baseUrl: env['STT_BASE_URL'].replace(/\/+$/, '') };
   if (env['DATA_DIR']) o['dataDir'] = env['DATA_DIR'];
   if (env['LOG_LEVEL']) o['logLevel'] = env['LOG_LEVEL'];
   if (env['VAD_WORKERS'])
@@ -161,6 +166,25 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
       );
     serviceKeys.set(k.id, value);
   }
+  for (const [flowName, flow] of Object.entries(config.flows))
+    for (const [nodeName, node] of Object.entries(flow.nodes))
+      if (node.type === 'relay' && !(node.relay in config.relays))
+        throw new ConfigError(
+          `invalid configuration: flows.${flowName}.nodes.${nodeName}.relay: no relay named "${node.relay}" under relays`,
+        );
+  // Relay headers may name a secret in the environment rather than hold it.
+  const relayHeaders = new Map<string, Record<string, string>>();
+  for (const [name, relay] of Object.entries(config.relays)) {
+    const headers: Record<string, string> = {};
+    for (const [header, value] of Object.entries(relay.headers)) {
+      const fromEnv = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(value)?.[1];
+      const resolved = fromEnv === undefined ? value : env[fromEnv];
+      if (resolved === undefined || resolved === '')
+        throw new ConfigError(`invalid configuration: relays.${name}.headers.${header}: ${fromEnv} is not set`);
+      headers[header] = resolved;
+    }
+    relayHeaders.set(name, headers);
+  }
   const defaultFlow = config.calls.defaultFlow;
   if (defaultFlow !== null && !(defaultFlow in config.flows))
     throw new ConfigError(`invalid configuration: calls.defaultFlow: no flow named "${defaultFlow}"`);
@@ -172,6 +196,8 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     controlToken: env['CONTROL_TOKEN'] || undefined,
     discordToken: env['DISCORD_TOKEN'] || undefined,
     clusterToken: env['CLUSTER_TOKEN'] || env['CONTROL_TOKEN'] || undefined,
+    sttApiKey: env['STT_API_KEY'] || undefined,
+    relayHeaders,
   };
   checkExposure(config, secrets);
   const { shards, shardIds } = config.discord;

@@ -16,8 +16,19 @@ export interface FlowCall {
    * `timeoutMs` with none. Rejects when `signal` aborts.
    */
   nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined>;
-  hangup(): Promise<void>;
+  /** Hangs up; `handoffData` (from a relay's `end`) goes with the call's end. */
+  hangup(handoffData?: string): Promise<void>;
+  /**
+   * Hands the call to relay `name` (an app on a WebSocket) until the app ends it or its socket closes.
+   * Undefined where relays cannot run.
+   */
+  relay?: ((name: string, signal: AbortSignal) => Promise<FlowRelayOutcome>) | undefined;
 }
+
+/** How a relay node ended: the app said `end`, or its socket closed (or never opened). */
+export type FlowRelayOutcome =
+  | { reason: 'end'; handoffData: string | undefined }
+  | { reason: 'closed'; detail: string };
 
 export interface FlowEvent {
   type: 'flow.node' | 'flow.webhook' | 'flow.end';
@@ -140,6 +151,24 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
           }
           current = node.next;
           break;
+        }
+        case 'relay': {
+          silentSteps = 0;
+          if (!call.relay) throw new Error(`flow ${flowName}: node ${current}: relays cannot run on this call`);
+          const outcome = await call.relay(node.relay, signal);
+          emit('flow.node', current, { relay: node.relay, ...outcome });
+          if (outcome.reason === 'end') {
+            await call.hangup(outcome.handoffData);
+            emit('flow.end', current, { reason: 'hangup' });
+            return 'hangup';
+          }
+          if (node.onClose !== undefined) {
+            current = node.onClose;
+            break;
+          }
+          await call.hangup();
+          emit('flow.end', current, { reason: 'hangup' });
+          return 'hangup';
         }
         case 'hangup':
           if (node.text !== undefined) await call.say(node.text, { ...voiceOf(node), interruptible: false });

@@ -61,7 +61,21 @@ const hangupNode = z.strictObject({
   voice: z.string().min(1).optional(),
 });
 
-export const flowNodeSchema = z.discriminatedUnion('type', [sayNode, gatherNode, webhookNode, hangupNode]);
+const relayNode = z.strictObject({
+  type: z.literal('relay'),
+  /** A relay named under `relays:` in the config: an app on a WebSocket drives the call. */
+  relay: z.string().min(1),
+  /** Where the call goes when the app's socket closes or fails; default: hang up. */
+  onClose: nodeName.optional(),
+});
+
+export const flowNodeSchema = z.discriminatedUnion('type', [
+  sayNode,
+  gatherNode,
+  webhookNode,
+  hangupNode,
+  relayNode,
+]);
 
 export const flowSchema = z
   .strictObject({
@@ -86,6 +100,7 @@ export const flowSchema = z
     for (const [name, node] of Object.entries(flow.nodes)) {
       const at = ['nodes', name];
       if (node.type === 'say' || node.type === 'webhook') check(node.next, [...at, 'next']);
+      if (node.type === 'relay') check(node.onClose, [...at, 'onClose']);
       if (node.type === 'gather') {
         for (const [digits, target] of Object.entries(node.branches))
           check(target, [...at, 'branches', digits]);

@@ -15,7 +15,7 @@ const LAYERS: ReadonlyArray<readonly string[]> = [
   ['src/async', 'src/audio', 'src/http'],
   ['src/protocols', 'src/speech', 'src/flows'],
   ['src/speaker'],
-  ['src/control', 'src/cluster'],
+  ['src/control', 'src/cluster', 'src/relay'],
   ['src/service', 'adapters/media-stream', 'adapters/discord'],
   ['src/app', 'src/cli', 'src/index.ts', 'web'],
   ['testkit', 'examples'],

@@ -18,6 +18,7 @@
  * Not implemented: compression (zlib-stream, identify `compress`), ETF, rate limits, events replayed
  * on resume, presences, members joining or talking, interactions, every other route.
  */
+import { rawText } from '../../src/http/ws-data.js';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -465,11 +466,6 @@ const nulls = fill(() => null);
 const zeros = fill(() => 0);
 const falses = fill(() => false);
 const empties = fill(() => []);
-
-function rawText(data: RawData): string {
-  const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-  return bytes.toString('utf8');
-}
 
 function send(ws: WebSocket, packet: { op: number; d: unknown; t?: string; s?: number }): void {
   if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ t: null, s: null, ...packet }));

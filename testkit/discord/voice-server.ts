@@ -21,6 +21,7 @@
  * `joinVoiceChannel` is given, answers the voice-state payload with the voice state and voice server
  * updates, and simulates kicks, moves, region changes and a shard going away.
  */
+import { rawText } from '../../src/http/ws-data.js';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { readFileSync } from 'node:fs';
@@ -144,8 +145,7 @@ export interface FakeVoiceServerEvents {
 let nextSsrc = 1000;
 
 function parseOp(data: RawData): { op: number; d: Record<string, unknown> } {
-  const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-  return JSON.parse(bytes.toString('utf8')) as { op: number; d: Record<string, unknown> };
+  return JSON.parse(rawText(data)) as { op: number; d: Record<string, unknown> };
 }
 
 export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {

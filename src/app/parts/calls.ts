@@ -12,6 +12,7 @@ import { controlApi } from '../../../adapters/media-stream/control-api.js';
 import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
 import { designResampler } from '../../audio/resampler.js';
 import { SileroModel, startVadWorkers, type VadWorkerPool } from '../../audio/vad/index.js';
+import { SttClient } from '../../speech/stt.js';
 import type { Route } from '../../http/router.js';
 import { PROTOCOLS } from '../../protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../protocols/types.js';
@@ -54,6 +55,16 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     bargeIn.enabled && bargeIn.workers !== 0
       ? await startVadWorkers({ workers: bargeIn.workers, logger: logger.child({ part: 'vad' }) })
       : undefined;
+  const stt =
+    config.stt.baseUrl === null
+      ? undefined
+      : new SttClient({
+          baseUrl: config.stt.baseUrl,
+          pathPrefix: config.stt.pathPrefix,
+          authHeader: config.stt.authHeader,
+          apiKey: secrets.sttApiKey ?? '',
+          modelId: config.stt.modelId,
+        });
   const vad = vadWorkers?.model ?? (bargeIn.enabled ? await SileroModel.load() : undefined);
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
@@ -92,9 +103,28 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
           detector: bargeInDetectors(vad, {
             minSpeechMs: bargeIn.minSpeechMs,
             minSpeechWhileAudibleMs: bargeIn.minSpeechWhileAudibleMs,
+            endOfTurnMs: config.stt.endOfTurnMs,
           }),
         }
       : {}),
+    relays: {
+      settings: Object.fromEntries(
+        Object.entries(config.relays).map(([name, r]) => [
+          name,
+          {
+            url: r.url,
+            headers: secrets.relayHeaders.get(name) ?? {},
+            welcome: r.welcome,
+            welcomeInterruptible: r.welcomeInterruptible,
+            interruptible: r.interruptible,
+            dtmf: r.dtmf,
+            voiceId: r.voiceId,
+            connectTimeoutMs: r.connectTimeoutMs,
+          },
+        ]),
+      ),
+      stt,
+    },
     post: options.post,
   });
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));
@@ -105,6 +135,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     close: async () => {
       await calls.close();
       await vadWorkers?.close();
+      await stt?.close();
     },
   };
 }

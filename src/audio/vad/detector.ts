@@ -26,6 +26,23 @@ export interface DetectorOptions {
   threshold?: number;
   /** The clock (ms) that times each window's processing, to tell when it falls behind. Default `performance.now`. */
   now?: () => number;
+  /**
+   * Told when a turn of the caller's ends: speech that was reported as an onset, then `endOfTurnMs` of
+   * silence. Unset: turns are not tracked.
+   */
+  onTurnEnd?: ((turn: SpeechTurn) => void) | undefined;
+  /** Silence that ends a turn (ms). Default 700. */
+  endOfTurnMs?: number;
+}
+
+/** One turn of the caller's, on the inbound timeline. */
+export interface SpeechTurn {
+  /** Where its first onset began. */
+  startMs: number;
+  /** Where its last speech ended (the start of the silence that ended it). */
+  endMs: number;
+  /** Where that silence reached `endOfTurnMs`: when the turn was known to be over. */
+  decidedMs: number;
 }
 
 export interface PushInfo {
@@ -115,6 +132,10 @@ export class SpeechOnsetDetector {
   private epoch = 0;
   private chain: Promise<unknown> = Promise.resolve();
   private readonly counts: DetectorStats = { windows: 0, inferences: 0, skipped: 0, failed: 0 };
+  private readonly onTurnEnd: ((turn: SpeechTurn) => void) | undefined;
+  private readonly endOfTurnMs: number;
+  /** Where the turn under way began (its first onset), while one is. */
+  private turnStartMs: number | undefined;
 
   constructor(model: SileroModel, options: DetectorOptions) {
     this.sampleRate = options.sampleRate;
@@ -126,6 +147,8 @@ export class SpeechOnsetDetector {
     this.threshold = options.threshold ?? 0.5;
     this.now = options.now ?? (() => performance.now());
     this.partial = new Int16Array(this.windowSamples);
+    this.onTurnEnd = options.onTurnEnd;
+    this.endOfTurnMs = options.endOfTurnMs ?? 700;
   }
 
   /**
@@ -171,6 +194,7 @@ export class SpeechOnsetDetector {
     this.endRun();
     this.reported = false;
     this.silenceMs = 0;
+    this.turnStartMs = undefined;
     this.gate.reset();
     this.silero.reset();
   }
@@ -276,6 +300,7 @@ export class SpeechOnsetDetector {
       const needed = botAudible ? this.minSpeechWhileAudibleMs : this.minSpeechMs;
       if (!this.reported && this.runSpeechMs >= needed) {
         this.reported = true;
+        this.turnStartMs ??= this.runStartMs;
         return { onsetMs: this.runStartMs, detectedMs: startMs + this.windowMs, probability: this.runPeak };
       }
       return undefined;
@@ -283,6 +308,12 @@ export class SpeechOnsetDetector {
     if (p < SILENCE_BELOW) {
       this.silenceMs += this.windowMs;
       if (this.silenceMs >= REARM_SILENCE_MS) this.reported = false;
+      if (this.turnStartMs !== undefined && this.silenceMs >= this.endOfTurnMs) {
+        const decidedMs = startMs + this.windowMs;
+        const turn = { startMs: this.turnStartMs, endMs: decidedMs - this.silenceMs, decidedMs };
+        this.turnStartMs = undefined;
+        this.onTurnEnd?.(turn);
+      }
     }
     if (this.runStartMs !== undefined) {
       this.runGapMs += this.windowMs;

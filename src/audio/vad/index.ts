@@ -8,5 +8,6 @@ export {
   type DetectorStats,
   type PushInfo,
   type SpeechOnset,
+  type SpeechTurn,
 } from './detector.js';
 export { startVadWorkers, VadWorkerError, VadWorkerPool, type VadWorkersOptions } from './pool.js';

@@ -12,6 +12,7 @@ import {
   SpeechOnsetDetector,
   type DetectorOptions,
   type SpeechOnset,
+  type SpeechTurn,
   type VadSampleRate,
 } from '../../../src/audio/vad/index.js';
 import { seeded } from '../../../testkit/random.js';
@@ -324,5 +325,41 @@ describe('SpeechOnsetDetector rules', () => {
     const found = await push(u.samples.subarray(8000));
     expect(found).toHaveLength(1);
     expect(detector.stats.skipped).toBe(0);
+  });
+});
+
+describe('turns of the caller', () => {
+  it('ends a turn after endOfTurnMs of silence, from its first onset to the end of its speech', async () => {
+    const u = await noisyUtterance('I would like to book a table for two.', VOICES[2]!, 8000, 20, 21);
+    const turns: SpeechTurn[] = [];
+    const detector = fresh({ sampleRate: 8000, endOfTurnMs: 600, onTurnEnd: (t) => turns.push(t) });
+    await detect(u.samples, 8000, 160, { detector });
+    expect(turns).toHaveLength(1);
+    const [turn] = turns;
+    expect(Math.abs(turn!.startMs - u.onsetMs)).toBeLessThan(150);
+    // The end of speech within a few windows (the last syllable trails off into the noise).
+    expect(Math.abs(turn!.endMs - (u.onsetMs + u.speechMs))).toBeLessThan(250);
+    expect(turn!.decidedMs - turn!.endMs).toBeGreaterThanOrEqual(600);
+    expect(turn!.decidedMs - turn!.endMs).toBeLessThan(600 + 64);
+  });
+
+  it('keeps one turn across a pause shorter than endOfTurnMs, and none without speech', async () => {
+    const a = await noisyUtterance('Yes.', VOICES[0]!, 8000, 30, 22);
+    const b = await noisyUtterance('I would like the second option please.', VOICES[0]!, 8000, 30, 23);
+    // "Yes." then about 0.5 s of line, then the sentence: each clip has 1 s of noise at both ends.
+    const joined = new Int16Array(a.samples.length - 12_000 + b.samples.length);
+    joined.set(a.samples.subarray(0, a.samples.length - 6000));
+    joined.set(b.samples.subarray(6000), a.samples.length - 6000);
+    const turns: SpeechTurn[] = [];
+    const detector = fresh({ sampleRate: 8000, endOfTurnMs: 900, onTurnEnd: (t) => turns.push(t) });
+    await detect(joined, 8000, 160, { detector });
+    expect(turns).toHaveLength(1);
+    expect(turns[0]!.endMs - turns[0]!.startMs).toBeGreaterThan(b.speechMs);
+    const quiet: SpeechTurn[] = [];
+    const idle = fresh({ sampleRate: 8000, onTurnEnd: (t) => quiet.push(t) });
+    const random = seeded(5);
+    for (let s = 0; s < 20; s++)
+      await detect(nonSpeechSecond(s, 8000, random), 8000, 160, { detector: idle, startMs: s * 1000 });
+    expect(quiet).toEqual([]);
   });
 });

@@ -1,0 +1,371 @@
+/**
+ * One ConversationRelay session: voxbridge opens a WebSocket to the app's URL, says `setup`, and then
+ * relays both ways. The app's `text` tokens are spoken as they arrive (one utterance per talk cycle,
+ * ended by `last: true`); the caller's turns go to the app as `prompt`s, key presses as `dtmf`, and a
+ * barge-in as `interrupt` with exactly what the listener heard. The session knows nothing of gateways
+ * or Discord: a `RelayHost` (a call, a guild) speaks and reports for it.
+ *
+ * It ends when the app says `end` (with its `handoffData`), when the app's socket closes or fails, or
+ * when the host ends it (the call hung up); `done` says which, and nothing of it is left behind.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import WebSocket from 'ws';
+import { AsyncQueue } from '../async/queue.js';
+import { rawText } from '../http/ws-data.js';
+import {
+  parseFromApp,
+  RELAY_MAX_MESSAGE_BYTES,
+  RelayParseError,
+  serializeToApp,
+  type FromApp,
+  type Interruptible,
+  type RelayExtension,
+  type ToApp,
+} from '../protocols/conversation-relay.js';
+import type { InterruptResult, UtteranceHandle } from '../speaker/speaker.js';
+
+export interface RelaySettings {
+  /** The app's WebSocket URL (ws: or wss:). */
+  url: string;
+  /** Sent on the WebSocket upgrade (e.g. the app's own Authorization). */
+  headers: Readonly<Record<string, string>>;
+  /** Spoken when the session starts, before the app says anything. */
+  welcome: string | undefined;
+  /** Who may cut the welcome; default `interruptible`. */
+  welcomeInterruptible: Interruptible | undefined;
+  /** Who may cut the app's speech unless a `text` says otherwise. */
+  interruptible: Interruptible;
+  /** Whether key presses go to the app as `dtmf`. */
+  dtmf: boolean;
+  /** Voice of the app's speech; default the host's. */
+  voiceId: string | undefined;
+  /** How long the app's socket may take to open (ms). */
+  connectTimeoutMs: number;
+}
+
+/** The fields of `setup` that come from the host. */
+export interface RelaySetup {
+  callSid: string;
+  from: string;
+  to: string;
+  direction: string;
+  callType: string;
+  customParameters: Record<string, string>;
+  voxbridge: RelayExtension;
+}
+
+/** What a session needs of the call or guild it runs on. */
+export interface RelayHost {
+  readonly setup: RelaySetup;
+  /** Speaks a stream of text; `interruptible`: whether the caller's voice may cut it. */
+  say(
+    text: AsyncIterable<string>,
+    options: { interruptible: boolean; voiceId?: string | undefined },
+  ): UtteranceHandle;
+  /** Cuts what plays now, whatever it is (a preempted talk cycle, a key press that may cut it). */
+  interrupt(): InterruptResult;
+  /** Sends DTMF tones to the far end; undefined where the gateway cannot. */
+  readonly sendDigits?: ((digits: string) => Promise<void>) | undefined;
+}
+
+export type RelayOutcome =
+  | { reason: 'end'; handoffData: string | undefined }
+  | { reason: 'closed'; detail: string }
+  | { reason: 'host-ended' };
+
+export interface RelayStats {
+  tokens: number;
+  prompts: number;
+  interrupts: number;
+  errors: number;
+}
+
+/** Invalid messages in a row after which the app's socket is closed (Telnyx closes after 10). */
+const MAX_INVALID_IN_A_ROW = 10;
+/** Tokens of one talk cycle waiting to be spoken, at most. */
+const MAX_QUEUED_TOKENS = 4096;
+/** Close codes of ours. */
+const CLOSE_NORMAL = 1000;
+const CLOSE_POLICY = 1008;
+
+/** One talk cycle: the app's tokens up to `last: true`, spoken as one utterance. */
+interface TalkCycle {
+  readonly tokens: AsyncQueue<string>;
+  readonly handle: UtteranceHandle;
+  readonly interruptible: Interruptible;
+  readonly preemptible: boolean;
+  /** Cut by the caller (or preempted). */
+  cut: boolean;
+}
+
+export class RelaySession {
+  readonly sessionId = `VX${randomUUID().replaceAll('-', '')}`;
+  readonly stats: RelayStats = { tokens: 0, prompts: 0, interrupts: 0, errors: 0 };
+  /** Settles once, with why the session ended. */
+  readonly done: Promise<RelayOutcome>;
+  private settle!: (outcome: RelayOutcome) => void;
+  private ws: WebSocket | undefined;
+  private ended = false;
+  private invalidInARow = 0;
+  /** The talk cycle taking tokens, until its `last`. */
+  private open: TalkCycle | undefined;
+  /** Every talk cycle still speaking or queued, by its utterance id. */
+  private readonly speaking = new Map<string, TalkCycle>();
+  private language: { tts: string | undefined; transcription: string | undefined } = {
+    tts: undefined,
+    transcription: undefined,
+  };
+  /** The caller cut a talk cycle the app was still sending: its tokens are dropped until its `last` or the next prompt. */
+  private discarding = false;
+
+  constructor(
+    private readonly host: RelayHost,
+    private readonly settings: RelaySettings,
+    private readonly log: Logger,
+  ) {
+    this.done = new Promise((resolve) => (this.settle = resolve));
+  }
+
+  /** The language the app last asked prompts to be transcribed in, if it did. */
+  get transcriptionLanguage(): string | undefined {
+    return this.language.transcription;
+  }
+
+  /** Opens the app's socket and says `setup` (then the welcome). Resolves with how the session ended. */
+  start(): Promise<RelayOutcome> {
+    const { url, headers, connectTimeoutMs } = this.settings;
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url, {
+        headers: { ...headers },
+        handshakeTimeout: connectTimeoutMs,
+        maxPayload: RELAY_MAX_MESSAGE_BYTES,
+      });
+    } catch (error) {
+      this.finish({ reason: 'closed', detail: `cannot open ${url}: ${(error as Error).message}` });
+      return this.done;
+    }
+    this.ws = ws;
+    ws.on('open', () => {
+      const { setup } = this.host;
+      this.send({
+        type: 'setup',
+        sessionId: this.sessionId,
+        accountSid: '',
+        parentCallSid: '',
+        forwardedFrom: '',
+        callerName: '',
+        callStatus: 'in-progress',
+        ...setup,
+      });
+      if (this.settings.welcome)
+        this.speak(this.settings.welcome, {
+          interruptible: this.settings.welcomeInterruptible ?? this.settings.interruptible,
+          preemptible: false,
+          last: true,
+        });
+    });
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) {
+        this.refuse('binary messages are not part of ConversationRelay');
+        return;
+      }
+      this.onMessage(rawText(data));
+    });
+    ws.on('error', (error) => this.log.warn({ err: error.message }, 'relay socket failed'));
+    ws.on('close', (code, reason) =>
+      this.finish({
+        reason: 'closed',
+        detail: `the app closed the socket (${code}${reason.length ? ` ${reason.toString()}` : ''})`,
+      }),
+    );
+    return this.done;
+  }
+
+  /** A turn of the caller's, transcribed. */
+  prompt(text: string, lang: string | undefined, extension?: RelayExtension): void {
+    if (this.ended || text.trim() === '') return;
+    // A new turn: the app's tokens from now on answer it.
+    this.discarding = false;
+    this.stats.prompts++;
+    this.send({
+      type: 'prompt',
+      voicePrompt: text,
+      lang: lang ?? this.language.transcription ?? 'en-US',
+      last: true,
+      ...(extension ? { voxbridge: extension } : {}),
+    });
+  }
+
+  /** A key the caller pressed: to the app when DTMF is on, and it may cut speech that allows it. */
+  dtmf(digit: string): void {
+    if (this.ended) return;
+    if (this.settings.dtmf) this.send({ type: 'dtmf', digit });
+    const cuttable = [...this.speaking.values()].some(
+      (c) => c.interruptible === 'dtmf' || c.interruptible === 'any',
+    );
+    if (cuttable) {
+      const r = this.host.interrupt();
+      if (r.interrupted) this.interrupted(r);
+    }
+  }
+
+  /** The caller cut the app's speech (a barge-in on the host): tell the app what was heard. */
+  interrupted(r: { heardText: string; playedMs: number; utteranceId?: string | undefined }): void {
+    if (this.ended) return;
+    const cycle = r.utteranceId === undefined ? undefined : this.speaking.get(r.utteranceId);
+    if (r.utteranceId !== undefined && !cycle) return; // not ours (the host said something else)
+    for (const c of this.speaking.values()) c.cut = true;
+    // Tokens still coming for the cycle that was cut are not spoken.
+    if (this.open?.cut) {
+      this.discarding = true;
+      this.closeCycle(this.open);
+    }
+    this.stats.interrupts++;
+    this.send({
+      type: 'interrupt',
+      utteranceUntilInterrupt: r.heardText,
+      durationUntilInterruptMs: Math.round(r.playedMs),
+    });
+  }
+
+  /** The host is going away (the call ended): close the app's socket. */
+  close(): void {
+    this.finish({ reason: 'host-ended' });
+  }
+
+  private onMessage(data: string): void {
+    if (this.ended) return;
+    let message: FromApp;
+    try {
+      message = parseFromApp(data);
+    } catch (error) {
+      if (!(error instanceof RelayParseError)) throw error;
+      this.refuse(error.message);
+      return;
+    }
+    this.invalidInARow = 0;
+    switch (message.type) {
+      case 'text':
+        this.stats.tokens++;
+        this.speak(message.token, {
+          interruptible: message.interruptible ?? this.settings.interruptible,
+          preemptible: message.preemptible ?? false,
+          last: message.last ?? false,
+        });
+        return;
+      case 'play':
+        this.error(
+          `play is not supported here: voxbridge speaks text (source ${message.source.slice(0, 200)})`,
+        );
+        return;
+      case 'sendDigits': {
+        const send = this.host.sendDigits;
+        if (!send) {
+          this.error(`sendDigits is not possible on ${this.host.setup.voxbridge.gateway ?? 'this line'}`);
+          return;
+        }
+        send(message.digits).catch((error: unknown) =>
+          this.error(`sendDigits failed: ${(error as Error).message}`),
+        );
+        return;
+      }
+      case 'language':
+        this.language = {
+          tts: message.ttsLanguage ?? this.language.tts,
+          transcription: message.transcriptionLanguage ?? this.language.transcription,
+        };
+        return;
+      case 'end':
+        this.finish({ reason: 'end', handoffData: message.handoffData });
+        return;
+    }
+  }
+
+  /** A token of the app's: into the open talk cycle, or the first of a new one. */
+  private speak(
+    token: string,
+    o: { interruptible: Interruptible; preemptible: boolean; last: boolean },
+  ): void {
+    if (this.discarding) {
+      if (o.last) this.discarding = false;
+      return;
+    }
+    let cycle = this.open;
+    if (!cycle) {
+      // A new talk cycle: one still speaking that may be preempted gives way to it.
+      for (const c of this.speaking.values())
+        if (c.preemptible && !c.cut) {
+          c.cut = true;
+          const r = this.host.interrupt();
+          if (r.interrupted) this.log.debug({ heardText: r.heardText }, 'talk cycle preempted');
+        }
+      const tokens = new AsyncQueue<string>(MAX_QUEUED_TOKENS);
+      const handle = this.host.say(tokens, {
+        interruptible: o.interruptible === 'speech' || o.interruptible === 'any',
+        voiceId: this.settings.voiceId,
+      });
+      cycle = { tokens, handle, interruptible: o.interruptible, preemptible: o.preemptible, cut: false };
+      this.open = cycle;
+      this.speaking.set(handle.id, cycle);
+      const started = cycle;
+      void handle.result.then(() => {
+        this.speaking.delete(handle.id);
+        this.closeCycle(started);
+      });
+    }
+    if (!cycle.cut && token !== '' && !cycle.tokens.tryPush(token)) {
+      this.error(
+        `more than ${MAX_QUEUED_TOKENS} tokens waiting to be spoken: the rest of this talk cycle is dropped`,
+      );
+      cycle.cut = true;
+    }
+    if (o.last) this.closeCycle(cycle);
+  }
+
+  /** No more tokens for this talk cycle: what is queued is spoken, then its utterance ends. */
+  private closeCycle(cycle: TalkCycle): void {
+    cycle.tokens.close();
+    if (this.open === cycle) this.open = undefined;
+  }
+
+  /** An invalid message: `error` to the app; too many in a row close its socket. */
+  private refuse(description: string): void {
+    this.error(description);
+    if (++this.invalidInARow >= MAX_INVALID_IN_A_ROW) {
+      this.log.warn(
+        { invalid: this.invalidInARow },
+        'relay app sent only invalid messages; closing its socket',
+      );
+      this.finish(
+        { reason: 'closed', detail: `${this.invalidInARow} invalid messages in a row` },
+        CLOSE_POLICY,
+      );
+    }
+  }
+
+  private error(description: string): void {
+    this.stats.errors++;
+    this.send({ type: 'error', description });
+  }
+
+  private send(message: ToApp): void {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    ws.send(serializeToApp(message));
+  }
+
+  private finish(outcome: RelayOutcome, code = CLOSE_NORMAL): void {
+    if (this.ended) return;
+    this.ended = true;
+    for (const cycle of this.speaking.values()) this.closeCycle(cycle);
+    if (this.open) this.closeCycle(this.open);
+    const ws = this.ws;
+    if (ws && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) {
+      if (ws.readyState === WebSocket.OPEN) ws.close(code, outcome.reason);
+      else ws.terminate();
+    }
+    this.settle(outcome);
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The caller's audio of one turn, for speech-to-text: a short rolling look-back while nobody talks,
+ * everything from a turn's first onset (less a pre-roll) to its end, bounded. Given the caller's audio
+ * as it arrives (any rate, with its inbound time), it answers a turn's audio at 16 kHz.
+ */
+import { Resampler } from '../audio/resampler.js';
+
+/** Speech-to-text takes this rate. */
+export const TURN_SAMPLE_RATE = 16_000;
+
+export interface TurnRecorderOptions {
+  /** The rate of the samples pushed. */
+  sampleRate: number;
+  /** Audio kept before a turn's onset: its first syllable's attack (ms). Default 300. */
+  preRollMs?: number;
+  /** Audio kept after its end (ms). Default 150. */
+  tailMs?: number;
+  /** The longest turn kept (ms): a longer one keeps its last part. Default 30 000. */
+  maxTurnMs?: number;
+  /** Audio kept while no turn is open (ms): an onset is reported this long after it began, at most. Default 2000. */
+  lookBackMs?: number;
+}
+
+interface Chunk {
+  readonly atMs: number;
+  readonly samples: Int16Array;
+}
+
+export class TurnRecorder {
+  private readonly chunks: Chunk[] = [];
+  private readonly rate: number;
+  private readonly preRollMs: number;
+  private readonly tailMs: number;
+  private readonly maxTurnMs: number;
+  private readonly lookBackMs: number;
+  /** Where the open turn's audio starts (its onset less the pre-roll), while one is open. */
+  private openFromMs: number | undefined;
+
+  constructor(options: TurnRecorderOptions) {
+    this.rate = options.sampleRate;
+    this.preRollMs = options.preRollMs ?? 300;
+    this.tailMs = options.tailMs ?? 150;
+    this.maxTurnMs = options.maxTurnMs ?? 30_000;
+    this.lookBackMs = options.lookBackMs ?? 2000;
+  }
+
+  /** The caller's audio, in order, with the inbound time of its first sample. */
+  push(samples: Int16Array, atMs: number): void {
+    this.chunks.push({ atMs, samples });
+    const keepMs =
+      this.openFromMs === undefined ? this.lookBackMs : this.maxTurnMs + this.preRollMs + this.tailMs;
+    const end = atMs + (samples.length / this.rate) * 1000;
+    while (this.chunks.length > 1 && this.chunks[1]!.atMs <= end - keepMs) this.chunks.shift();
+  }
+
+  /** Speech began at `onsetMs`: the turn's audio is kept from a little before it. */
+  onset(onsetMs: number): void {
+    this.openFromMs ??= onsetMs - this.preRollMs;
+  }
+
+  /** The turn ended: its audio at 16 kHz (with the tail that has arrived), and the recorder resets. */
+  turnEnd(turn: { startMs: number; endMs: number }): Int16Array {
+    const fromMs = Math.max(
+      Math.min(this.openFromMs ?? Infinity, turn.startMs - this.preRollMs),
+      turn.endMs + this.tailMs - this.maxTurnMs,
+    );
+    const toMs = turn.endMs + this.tailMs;
+    this.openFromMs = undefined;
+    const parts: Int16Array[] = [];
+    let length = 0;
+    for (const { atMs, samples } of this.chunks) {
+      const first = Math.max(0, Math.round(((fromMs - atMs) * this.rate) / 1000));
+      const last = Math.min(samples.length, Math.round(((toMs - atMs) * this.rate) / 1000));
+      if (last <= first) continue;
+      parts.push(samples.subarray(first, last));
+      length += last - first;
+    }
+    const joined = new Int16Array(length);
+    let at = 0;
+    for (const p of parts) {
+      joined.set(p, at);
+      at += p.length;
+    }
+    if (this.rate === TURN_SAMPLE_RATE) return joined;
+    const resampler = new Resampler({ inputRate: this.rate, outputRate: TURN_SAMPLE_RATE });
+    const out = resampler.push(joined);
+    const tail = resampler.flush();
+    const all = new Int16Array(out.length + tail.length);
+    all.set(out);
+    all.set(tail, out.length);
+    return all;
+  }
+}

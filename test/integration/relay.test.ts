@@ -1,0 +1,282 @@
+/**
+ * ConversationRelay end to end on a Twilio-protocol call: a relay app written here from Twilio's
+ * message reference (a plain `ws` server, nothing of ours), a fake speech-to-text service, the real app
+ * with the local speech service, and a fake Twilio caller that talks and presses keys.
+ */
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { encodeMulaw } from '../../src/audio/g711.js';
+import { rawText } from '../../src/http/ws-data.js';
+import { FakeStt, FAKE_STT_KEY } from '../../testkit/fake-stt.js';
+import { SseReader } from '../../testkit/sse.js';
+import { noisyUtterance, VOICES } from '../../testkit/vad-audio.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { FakeTwilio } from '../helpers/gateways/twilio.js';
+
+type Message = Record<string, unknown> & { type: string };
+
+/**
+ * The app side of ConversationRelay, as Twilio documents it: it receives `setup`, `prompt`, `dtmf`,
+ * `interrupt` and `error`, and answers a prompt with `text` tokens at an LLM's pace, the last with
+ * `last: true`. Key 9 ends the session with handoff data. Tests may also send anything themselves.
+ */
+class RelayApp {
+  readonly sessions: Array<{ socket: WebSocket; received: Message[]; headers: Record<string, unknown> }> = [];
+  tokenGapMs = 50;
+
+  private constructor(readonly server: WebSocketServer) {
+    server.on('connection', (socket, req) => {
+      const session = { socket, received: [] as Message[], headers: { ...req.headers } };
+      this.sessions.push(session);
+      socket.on('message', (data) => {
+        const message = JSON.parse(rawText(data)) as Message;
+        session.received.push(message);
+        if (message.type === 'prompt')
+          void this.answer(
+            socket,
+            `You said: ${String(message['voicePrompt'])}. What else can I do for you today?`,
+          );
+        if (message.type === 'dtmf' && message['digit'] === '9')
+          socket.send(JSON.stringify({ type: 'end', handoffData: '{"reason":"caller pressed 9"}' }));
+      });
+    });
+  }
+
+  static async start(): Promise<RelayApp> {
+    const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await once(server, 'listening');
+    return new RelayApp(server);
+  }
+
+  get url(): string {
+    return `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}/relay`;
+  }
+
+  /** Word by word (tokens of a few characters), `tokenGapMs` apart, the last marked. */
+  async answer(socket: WebSocket, text: string, extra: Record<string, unknown> = {}): Promise<void> {
+    const tokens = text.match(/\S+\s*/g) ?? [];
+    for (const [i, token] of tokens.entries()) {
+      if (socket.readyState !== socket.OPEN) return;
+      socket.send(JSON.stringify({ type: 'text', token, last: i === tokens.length - 1, ...extra }));
+      await new Promise((r) => setTimeout(r, this.tokenGapMs));
+    }
+  }
+
+  latest(): { socket: WebSocket; received: Message[]; headers: Record<string, unknown> } {
+    const s = this.sessions.at(-1);
+    if (!s) throw new Error('no relay session yet');
+    return s;
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sessions) s.socket.terminate();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+async function until(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!predicate()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Caller audio at real time, 20 ms per media message. */
+async function sendLive(g: FakeTwilio, mulaw: Uint8Array): Promise<void> {
+  const start = performance.now();
+  for (let o = 0, k = 0; o < mulaw.length; o += 160, k++) {
+    g.sendAudio(mulaw.subarray(o, o + 160));
+    const due = start + (k + 1) * 20;
+    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+  }
+}
+
+let relayApp: RelayApp;
+let stt: FakeStt;
+let t: TestApp;
+let question: { mulaw: Uint8Array; speechMs: number };
+beforeAll(async () => {
+  relayApp = await RelayApp.start();
+  stt = await FakeStt.start({ transcribe: () => 'What time do you open tomorrow?' });
+  t = await startTestApp(
+    {
+      calls: { defaultFlow: 'assistant' },
+      stt: { baseUrl: stt.url, endOfTurnMs: 600 },
+      relays: {
+        helper: {
+          url: relayApp.url,
+          headers: { Authorization: 'env:RELAY_TOKEN' },
+          welcome: 'Hello, this is the assistant.',
+        },
+      },
+      flows: {
+        assistant: {
+          start: 'talk',
+          nodes: {
+            talk: { type: 'relay', relay: 'helper', onClose: 'bye' },
+            bye: { type: 'hangup', text: 'The assistant has left. Goodbye.' },
+          },
+        },
+      },
+    },
+    undefined,
+    { STT_API_KEY: FAKE_STT_KEY, RELAY_TOKEN: 'Bearer relay-secret' },
+  );
+  const u = await noisyUtterance('What time do you open tomorrow?', VOICES[1]!, 8000, 25, 31);
+  question = { mulaw: encodeMulaw(u.samples), speechMs: u.speechMs };
+}, 60_000);
+afterAll(async () => {
+  await t?.close();
+  await relayApp?.close();
+  await stt?.close();
+});
+
+async function call(parameters: Record<string, string> = {}): Promise<{ g: FakeTwilio; sse: SseReader }> {
+  const g = new FakeTwilio(`${t.url.replace('http:', 'ws:')}/media/twilio`, { customParameters: parameters });
+  await g.start();
+  await g.until(() => t.app.calls.get(g.callSid)?.state.status === 'active', 5000, 'the call');
+  const sse = new SseReader(`${t.url}/calls/${g.callSid}/events?after=0`);
+  await until(
+    () => relayApp.sessions.some((s) => s.received.some((m) => m['callSid'] === g.callSid)),
+    5000,
+    'setup',
+  );
+  return { g, sse };
+}
+
+describe('a call handed to a relay app', () => {
+  it('says setup with the call, its parameters and the gateway, on a socket with the configured headers', async () => {
+    const { g, sse } = await call({ from: '+15550100', to: '+15550199', account: 'gold' });
+    const session = relayApp.latest();
+    const setup = session.received[0]!;
+    expect(setup).toMatchObject({
+      type: 'setup',
+      callSid: g.callSid,
+      from: '+15550100',
+      to: '+15550199',
+      direction: 'inbound',
+      customParameters: { account: 'gold' },
+      voxbridge: { gateway: 'twilio', prompts: true },
+    });
+    expect(String(setup['sessionId'])).toMatch(/^VX[0-9a-f]{32}$/);
+    expect(session.headers['authorization']).toBe('Bearer relay-secret');
+    // The welcome is spoken to the caller.
+    await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 15_000);
+    expect(sse.of('utterance.finished')[0]).toMatchObject({
+      result: { status: 'played', heard_text: 'Hello, this is the assistant.' },
+    });
+    await g.close();
+    sse.close();
+  });
+
+  it("turns the caller's spoken turn into a prompt with the transcript, and speaks the app's tokens as they come", async () => {
+    const { g, sse } = await call();
+    await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 15_000); // the welcome
+    g.startCallerAudio();
+    const before = stt.requests.length;
+    g.stopCallerAudio();
+    await sendLive(g, question.mulaw);
+    g.startCallerAudio();
+    const session = relayApp.latest();
+    await until(() => session.received.some((m) => m.type === 'prompt'), 10_000, 'the prompt');
+    const prompt = session.received.find((m) => m.type === 'prompt')!;
+    expect(prompt).toMatchObject({ voicePrompt: 'What time do you open tomorrow?', last: true });
+    // The fake heard the caller's turn: 16 kHz mono 16-bit WAV, about as long as the speech.
+    const heard = stt.requests.slice(before).find((r) => r.wav);
+    expect(heard?.wav).toMatchObject({ sampleRate: 16_000, channels: 1, bitsPerSample: 16 });
+    expect(heard!.wav!.durationMs).toBeGreaterThan(question.speechMs * 0.8);
+    expect(heard!.wav!.durationMs).toBeLessThan(question.speechMs + 1500);
+    // The answer: audio reaches the caller before the app's last token, and plays with no underrun.
+    const mediaBefore = g.media().length;
+    await sse.until((e) => e.filter((x) => x.event === 'utterance.finished').length >= 2, 20_000);
+    const answer = sse.of('utterance.finished')[1] as {
+      result: { status: string; heard_text: string; underruns: number };
+    };
+    expect(answer.result).toMatchObject({
+      status: 'played',
+      heard_text: 'You said: What time do you open tomorrow?. What else can I do for you today?',
+      underruns: 0,
+    });
+    expect(g.media().length).toBeGreaterThan(mediaBefore);
+    expect(g.violations).toEqual([]);
+    g.stopCallerAudio();
+    await g.close();
+    sse.close();
+  });
+
+  it('tells the app what the caller heard when they barge in, and drops the rest of that answer', async () => {
+    const { g, sse } = await call();
+    await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 15_000);
+    const session = relayApp.latest();
+    const long =
+      'Our opening hours are from nine in the morning until six in the evening on weekdays, and from ten until four on Saturdays, and we are closed on Sundays and public holidays.';
+    void relayApp.answer(session.socket, long);
+    await until(() => g.playout.playedMs > 1500 + 2000, 15_000, 'the answer to be heard a while');
+    await sendLive(g, question.mulaw);
+    await until(() => session.received.some((m) => m.type === 'interrupt'), 10_000, 'the interrupt');
+    const interrupt = session.received.find((m) => m.type === 'interrupt')!;
+    await sse.until((e) => e.some((x) => x.event === 'barge-in'), 5000);
+    const bargeIn = sse.of('barge-in')[0] as { heard_text: string; played_ms: number };
+    expect(interrupt['utteranceUntilInterrupt']).toBe(bargeIn.heard_text);
+    expect(interrupt['durationUntilInterruptMs']).toBe(bargeIn.played_ms);
+    expect(typeof interrupt['durationUntilInterruptMs']).toBe('number');
+    expect(long.startsWith(String(interrupt['utteranceUntilInterrupt']))).toBe(true);
+    expect(String(interrupt['utteranceUntilInterrupt']).length).toBeGreaterThan(10);
+    // The caller's words become the next prompt; what the app still sent of the cut answer is not
+    // spoken: the next utterance is the answer to that prompt.
+    await sse.until((e) => e.filter((x) => x.event === 'utterance.finished').length >= 3, 20_000);
+    const [, cut, next] = sse.of('utterance.finished') as Array<{
+      result: { status: string; heard_text: string };
+    }>;
+    expect(cut!.result.status).toBe('interrupted');
+    expect(next!.result.heard_text).toMatch(/^You said: /);
+    await g.close();
+    sse.close();
+  });
+
+  it('sends key presses as dtmf, and ends the call with the handoff data when the app says end', async () => {
+    const { g, sse } = await call();
+    const session = relayApp.latest();
+    g.dtmf('4');
+    await until(() => session.received.some((m) => m.type === 'dtmf'), 5000, 'the dtmf');
+    expect(session.received.find((m) => m.type === 'dtmf')).toEqual({ type: 'dtmf', digit: '4' });
+    g.dtmf('9');
+    await sse.until((e) => e.some((x) => x.event === 'call.ended'), 10_000);
+    expect(sse.of('call.ended')[0]).toMatchObject({ handoff_data: '{"reason":"caller pressed 9"}' });
+    expect(sse.of('relay').map((r) => (r as { status: string }).status)).toEqual(['started', 'ended']);
+    sse.close();
+    await g.close();
+  });
+
+  it('answers garbage with error and goes on; a dropped socket takes the call to onClose', async () => {
+    const { g, sse } = await call();
+    const session = relayApp.latest();
+    session.socket.send('not json');
+    session.socket.send(JSON.stringify({ type: 'dance' }));
+    session.socket.send(JSON.stringify({ type: 'text', token: { nested: true } }));
+    session.socket.send(JSON.stringify({ type: 'play', source: 'https://example.com/a.mp3' }));
+    session.socket.send(JSON.stringify({ type: 'sendDigits', digits: '12' }));
+    await until(() => session.received.filter((m) => m.type === 'error').length >= 5, 5000, 'five errors');
+    const errors = session.received.filter((m) => m.type === 'error').map((m) => String(m['description']));
+    expect(errors[0]).toMatch(/not JSON/);
+    expect(errors[1]).toMatch(/unknown message type: dance/);
+    expect(errors[2]).toMatch(/token/);
+    // Tolerated: booleans as strings, unknown fields.
+    session.socket.send(JSON.stringify({ type: 'text', token: 'Still here.', last: 'true', colour: 'red' }));
+    await sse.until((e) => e.filter((x) => x.event === 'utterance.finished').length >= 2, 15_000);
+    expect(sse.of('utterance.finished')[1]).toMatchObject({
+      result: { status: 'played', heard_text: 'Still here.' },
+    });
+    // The app goes away: the flow's onClose node says goodbye and hangs up.
+    session.socket.terminate();
+    await sse.until((e) => e.some((x) => x.event === 'call.ended'), 15_000);
+    const started = sse.of('utterance.started').map((u) => (u as { text: string | null }).text);
+    expect(started).toContain('The assistant has left. Goodbye.');
+    expect(sse.of('relay').at(-1)).toMatchObject({ status: 'ended', reason: 'closed' });
+    sse.close();
+    await g.close();
+  });
+});
