@@ -120,6 +120,11 @@ export const configSchema = z.strictObject({
     maxRetries: z.number().int().min(0).max(10),
     retryBaseDelayMs: z.number().int().min(0),
     retryMaxDelayMs: z.number().int().min(0),
+    /**
+     * Ask for character timings (`/stream/with-timestamps`), so that what a listener heard before a
+     * barge-in is exact; a service without them is asked plainly (the heard text is then estimated).
+     */
+    timestamps: z.boolean(),
   }),
   /** Speech-to-text for the caller's turns (a relay's `prompt`s); baseUrl null: no prompts. */
   stt: z.strictObject({

@@ -84,6 +84,7 @@ export async function startSpeech(
     maxRetries: config.speech.maxRetries,
     retryBaseDelayMs: config.speech.retryBaseDelayMs,
     retryMaxDelayMs: config.speech.retryMaxDelayMs,
+    timestamps: config.speech.timestamps,
   });
   return {
     client,

@@ -26,6 +26,8 @@ interface SourceOptions {
   /** Makes request n (0-based) fail before any audio, or stall for a while after some chunks. */
   failRequest?: (n: number) => Error | undefined;
   stall?: { request: number; afterChunk: number; forMs: number };
+  /** Character timings with each response, as `/with-timestamps` gives them (ms per character). */
+  charMs?: (index: number) => number;
 }
 
 /**
@@ -67,7 +69,18 @@ class ToneSource implements SpeechSource {
       record.finished = true;
     }
     const it = chunks();
+    const { charMs } = this.options;
+    const alignment = charMs && {
+      characters: [...request.text],
+      startMs: [...request.text].map((_, i) =>
+        [...request.text].slice(0, i).reduce((t, _c, j) => t + charMs(j), 0),
+      ),
+      endMs: [...request.text].map((_, i) =>
+        [...request.text].slice(0, i + 1).reduce((t, _c, j) => t + charMs(j), 0),
+      ),
+    };
     return {
+      ...(alignment ? { alignment } : {}),
       cancel: () => {
         record.cancelled = true;
         void it.return(undefined);
@@ -151,6 +164,34 @@ describe('Speaker on a fake clock', () => {
     expect(resume).toBeGreaterThan(0);
     for (let k = resume; k < times.length; k++)
       expect(times[k]! - times[resume]!).toBeGreaterThanOrEqual(20 * (k - resume) - 200 - 20);
+  });
+
+  it("with the service's character timings, reports exactly the characters heard, in any segment", async () => {
+    // Uneven characters (30 and 90 ms), so an estimate spread evenly would be wrong.
+    const charMs = (i: number): number => (i % 2 === 0 ? 30 : 90);
+    const sum = (text: string): number => [...text].reduce((t, _c, i) => t + charMs(i), 0);
+    const first = 'Hello there caller.';
+    const second = 'This reply goes on for quite a while.';
+    const text = `${first} ${second}`;
+    /** What was heard `playedMs` into the utterance: every character whose audio had ended. */
+    const expected = (playedMs: number): string => {
+      // The first segment's audio is its timings' length rounded to whole 100 ms chunks (the source's).
+      const firstMs = Math.round(sum(first) / 100) * 100;
+      const [segment, offset, into] =
+        playedMs < firstMs ? [first, 0, playedMs] : [second, first.length + 1, playedMs - firstMs];
+      let ended = 0;
+      while (ended < segment.length && sum(segment.slice(0, ended + 1)) <= into) ended++;
+      return text.slice(0, offset + ended).trimEnd();
+    };
+    for (const cutAt of [400, 700, 1500, 2100]) {
+      const { clock, speaker } = setup({ charMs, durationMs: sum });
+      const handle = speaker.say(text);
+      await clock.advance(cutAt);
+      const r = speaker.interrupt();
+      expect(r.interrupted).toBe(true);
+      expect(r.heardText).toBe(expected(r.playedMs));
+      expect((await handle.result).heardText).toBe(r.heardText);
+    }
   });
 
   it('interrupt() aborts the request, clears the sink, and reports what was heard', async () => {
