@@ -13,6 +13,8 @@ import { FakeStt, FAKE_STT_KEY } from '../../testkit/fake-stt.js';
 import { SseReader } from '../../testkit/sse.js';
 import { noisyUtterance, VOICES } from '../../testkit/vad-audio.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import type { FakeGateway } from '../helpers/gateways/fake-gateway.js';
+import { FakeTelnyx } from '../helpers/gateways/telnyx.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 
 type Message = Record<string, unknown> & { type: string };
@@ -25,6 +27,8 @@ type Message = Record<string, unknown> & { type: string };
 class RelayApp {
   readonly sessions: Array<{ socket: WebSocket; received: Message[]; headers: Record<string, unknown> }> = [];
   tokenGapMs = 50;
+  /** What to say as soon as a session is set up, if anything. */
+  onSetup: ((setup: Message) => string | undefined) | undefined;
 
   private constructor(readonly server: WebSocketServer) {
     server.on('connection', (socket, req) => {
@@ -33,6 +37,8 @@ class RelayApp {
       socket.on('message', (data) => {
         const message = JSON.parse(rawText(data)) as Message;
         session.received.push(message);
+        const greeting = message.type === 'setup' ? this.onSetup?.(message) : undefined;
+        if (greeting) void this.answer(socket, greeting);
         if (message.type === 'prompt')
           void this.answer(
             socket,
@@ -85,7 +91,7 @@ async function until(predicate: () => boolean, timeoutMs: number, what: string):
 }
 
 /** Caller audio at real time, 20 ms per media message. */
-async function sendLive(g: FakeTwilio, mulaw: Uint8Array): Promise<void> {
+async function sendLive(g: FakeGateway, mulaw: Uint8Array): Promise<void> {
   const start = performance.now();
   for (let o = 0, k = 0; o < mulaw.length; o += 160, k++) {
     g.sendAudio(mulaw.subarray(o, o + 160));
@@ -279,4 +285,91 @@ describe('a call handed to a relay app', () => {
     sse.close();
     await g.close();
   });
+});
+
+describe('the relay on Telnyx', () => {
+  it('says setup naming the gateway, prompts the transcript of a spoken turn, and speaks the answer', async () => {
+    const g = new FakeTelnyx(`${t.url.replace('http:', 'ws:')}/media/telnyx`, {
+      customParameters: { from: '+15550111' },
+    });
+    await g.start();
+    await g.until(() => t.app.calls.get(g.callId)?.state.status === 'active', 5000, 'the call');
+    const sse = new SseReader(`${t.url}/calls/${encodeURIComponent(g.callId)}/events?after=0`);
+    await until(
+      () => relayApp.sessions.some((s) => s.received.some((m) => m['callSid'] === g.callId)),
+      5000,
+      'setup',
+    );
+    const session = relayApp.latest();
+    expect(session.received[0]).toMatchObject({
+      type: 'setup',
+      callSid: g.callId,
+      from: '+15550111',
+      voxbridge: { gateway: 'telnyx', prompts: true },
+    });
+    await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 15_000); // the welcome
+    await sendLive(g, question.mulaw);
+    await until(() => session.received.some((m) => m.type === 'prompt'), 10_000, 'the prompt');
+    expect(session.received.find((m) => m.type === 'prompt')).toMatchObject({
+      voicePrompt: 'What time do you open tomorrow?',
+    });
+    await sse.until((e) => e.filter((x) => x.event === 'utterance.finished').length >= 2, 20_000);
+    expect(sse.of('utterance.finished')[1]).toMatchObject({ result: { status: 'played', underruns: 0 } });
+    expect(g.violations).toEqual([]);
+    sse.close();
+    await g.close();
+  });
+});
+
+describe('many calls, each on its own relay socket', () => {
+  it('runs 100 calls at once, each with its own session, each answer spoken whole', async () => {
+    const before = relayApp.sessions.length;
+    relayApp.onSetup = (setup) => `Hello caller ${String(setup['callSid']).slice(-6)}, how can I help?`;
+    try {
+      const gateways: FakeTwilio[] = [];
+      for (let i = 0; i < 100; i++) {
+        const g = new FakeTwilio(`${t.url.replace('http:', 'ws:')}/media/twilio`);
+        await g.start();
+        gateways.push(g);
+      }
+      await until(() => relayApp.sessions.length - before >= 100, 20_000, '100 relay sessions');
+      const sessions = relayApp.sessions.slice(before);
+      expect(new Set(sessions.map((s) => s.received[0]!['sessionId'])).size).toBe(100);
+      expect(new Set(sessions.map((s) => s.received[0]!['callSid']))).toEqual(
+        new Set(gateways.map((g) => g.callSid)),
+      );
+      // Each call hears the welcome and then its own answer, whole.
+      await until(
+        () =>
+          gateways.every(
+            (g) =>
+              t.app.calls
+                .get(g.callSid)
+                ?.eventsAfter(0)
+                .filter((e) => e.type === 'utterance.finished').length === 2,
+          ),
+        60_000,
+        'every answer to be played',
+      );
+      for (const g of gateways) {
+        const finished = t.app.calls
+          .get(g.callSid)!
+          .eventsAfter(0)
+          .filter((e) => e.type === 'utterance.finished')
+          .map((e) => (e as { result: { status: string; heardText: string } }).result);
+        expect(finished.map((r) => r.status)).toEqual(['played', 'played']);
+        expect(finished[1]!.heardText).toBe(`Hello caller ${g.callSid.slice(-6)}, how can I help?`);
+        expect(g.violations).toEqual([]);
+      }
+      await Promise.all(gateways.map((g) => g.close()));
+      // Every relay socket is closed once its call ended.
+      await until(
+        () => sessions.every((s) => s.socket.readyState === s.socket.CLOSED),
+        10_000,
+        'the sockets to close',
+      );
+    } finally {
+      relayApp.onSetup = undefined;
+    }
+  }, 120_000);
 });
