@@ -29,7 +29,7 @@ const CALLER_LINES = [
 ];
 
 /** Caller speech as 8 kHz mu-law, from the local service, with line noise about 25 dB below it. */
-async function callerSpeech(app: App, text: string, seed: number): Promise<Uint8Array> {
+export async function callerSpeech(app: App, text: string, seed: number): Promise<Uint8Array> {
   const pcm = (await app.client.synthesize({ voiceId: BUILT_IN_VOICE_ID, text, outputFormat: 'pcm_24000' }))
     .audio;
   const r = new Resampler({ inputRate: 24_000, outputRate: 8000 });
@@ -64,7 +64,7 @@ interface Measured {
   interruptToCancelMs: number | undefined;
 }
 
-class Caller {
+export class Caller {
   readonly ws: WebSocket;
   readonly callSid: string;
   readonly streamSid: string;
@@ -74,6 +74,8 @@ class Caller {
   private playheadEnd = 0;
   private readonly markTimers: NodeJS.Timeout[] = [];
   clears: number[] = [];
+  /** When each media message arrived (performance.now()). */
+  readonly mediaAt: number[] = [];
   private queue: Uint8Array[] = [];
   private readonly timer: NodeJS.Timeout;
 
@@ -89,6 +91,7 @@ class Caller {
       };
       const now = performance.now();
       if (m.event === 'media') {
+        this.mediaAt.push(now);
         const ms = Buffer.byteLength(m.media!.payload, 'base64') / 8;
         this.receivedMs += ms;
         // Played at real time after what is already buffered, as Twilio plays it.
@@ -172,7 +175,7 @@ class Caller {
   }
 }
 
-async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
+export async function until(predicate: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   while (!predicate()) {
     if (performance.now() > deadline) return false;

@@ -6,6 +6,7 @@ import { benchCallsLoad } from './calls.js';
 import { benchCluster, benchSharedPhrases } from './cluster.js';
 import { benchDiscord } from './discord.js';
 import { benchDiscordShards } from './discord-shards.js';
+import { benchRelay } from './relay.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
 import { benchVad } from './vad.js';
@@ -24,3 +25,4 @@ if (!only || only === 'cluster' || only === 'shared-phrases') await benchSharedP
 if (!only || only === 'discord') await benchDiscord();
 if (!only || only === 'discord-shards') await benchDiscordShards();
 if (!only || only === 'browser-phone') await benchBrowserPhone();
+if (!only || only === 'relay') await benchRelay();

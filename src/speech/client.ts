@@ -3,21 +3,15 @@
  * `authHeader: 'xi-api-key'`). One keep-alive pool per client, so each sentence reuses a warm
  * connection; retries only before the first audio byte; every call cancellable by its signal.
  */
-import { Pool } from 'undici';
-import { parseBaseUrl, redactUrl } from './base-url.js';
+import { ServiceConnection, type AuthHeader, type ConnectionSettings } from './connection.js';
 import { SpeechServiceError } from './errors.js';
 import { FORMAT_INFO, type OutputFormat } from './formats.js';
 import { headerValue } from './http-errors.js';
-import {
-  DEFAULT_MAX_RETRIES,
-  DEFAULT_MAX_RETRY_AFTER_MS,
-  DEFAULT_RETRY_BASE_DELAY_MS,
-  DEFAULT_RETRY_MAX_DELAY_MS,
-} from './retry.js';
+import { readBody, readJsonBody } from './response-body.js';
 import { prepareSpeech, speechPath, type PreparedSpeech, type SpeechRequest } from './speech-request.js';
 import { HttpSpeechStream, type SpeechStream } from './speech-stream.js';
 import { TimestampedBody } from './timestamps.js';
-import { Transport, type CallSpec, type OpenResponse } from './transport.js';
+import type { OpenResponse } from './transport.js';
 import {
   addVoiceForm,
   toAddedVoice,
@@ -30,6 +24,7 @@ import {
 } from './voices.js';
 
 export type { CharacterAlignment } from './alignment.js';
+export type { AuthHeader } from './connection.js';
 export type { SpeechRequest, SpeechVoiceSettings } from './speech-request.js';
 export type { SpeechStream } from './speech-stream.js';
 export type {
@@ -55,8 +50,6 @@ export const DEFAULT_CONNECTIONS = 256;
 const JSON_MAX_BYTES = 16 * 1024 * 1024;
 const USER_AGENT = 'voxbridge-speech-client';
 
-export type AuthHeader = 'ServicePlatform-APIKey' | 'xi-api-key';
-
 export interface StreamMetrics {
   requestId?: string;
   firstByteMs: number;
@@ -64,31 +57,15 @@ export interface StreamMetrics {
   voiceId: string;
 }
 
-export interface SpeechClientOptions {
-  /**
-   * e.g. `http://127.0.0.1:8080` (a path, if any, is kept in front of the prefix). `user:password@`
-   * in it is sent as `Authorization: Basic` (for a proxy in front of the service), besides the key in
-   * `authHeader`, and scrubbed from error messages; log it only through `redactUrl`.
-   */
-  baseUrl: string;
+export interface SpeechClientOptions extends ConnectionSettings {
   /** Default `/api/speech`; `''` for ElevenLabs itself. */
   pathPrefix?: string;
-  /** Sent as is in `authHeader`; never logged, scrubbed from error messages. Empty: no header. */
-  apiKey: string;
   /** Default `ServicePlatform-APIKey`. */
   authHeader?: AuthHeader;
   /** Request start → first body byte, per attempt (a timed-out attempt is retried). Default 10 s. */
   firstByteTimeoutMs?: number;
   /** Longest silence between two chunks once audio flows (not retried). Default 10 s. */
   idleTimeoutMs?: number;
-  /** Default 2. */
-  maxRetries?: number;
-  /** Default 250 ms. */
-  retryBaseDelayMs?: number;
-  /** Cap of our own backoff. Default 4 s. */
-  retryMaxDelayMs?: number;
-  /** The longest `Retry-After` honoured; a longer one fails the call at once. Default 30 s. */
-  maxRetryAfterMs?: number;
   /** Keep-alive pool size. Default 256 (see `DEFAULT_CONNECTIONS` for why). */
   connections?: number;
   /** Called once per `stream()` when its first audio byte arrived. Exceptions are ignored. */
@@ -124,120 +101,40 @@ function lacksTimestamps(error: unknown): boolean {
   return error.status === 405 || (error.status === 404 && error.code !== 'voice_not_found');
 }
 
-function positive(name: string, value: number | undefined, fallback: number, allowZero = false): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0 || (!allowZero && value === 0))
-    throw new TypeError(`SpeechClient: ${name} must be a ${allowZero ? 'non-negative' : 'positive'} number`);
-  return value;
-}
-
-function normalizePrefix(prefix: string): string {
-  const trimmed = prefix.replace(/\/+$/, '');
-  if (trimmed === '') return '';
-  return trimmed.startsWith('/') ? trimmed : `/${trimmed}`;
-}
-
-async function readAll(response: OpenResponse, maxBytes: number): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let size = 0;
-  for (let chunk = await response.next(); chunk !== undefined; chunk = await response.next()) {
-    size += chunk.byteLength;
-    if (size > maxBytes) {
-      response.cancel();
-      throw new SpeechServiceError({
-        code: 'response_too_large',
-        message: `the speech service's answer exceeds ${maxBytes} bytes`,
-        requestId: response.requestId,
-        retryable: false,
-      });
-    }
-    parts.push(chunk);
-  }
-  return parts.length === 1 && parts[0] !== undefined ? parts[0] : Buffer.concat(parts, size);
-}
-
-async function readJson(response: OpenResponse): Promise<unknown> {
-  const body = await readAll(response, JSON_MAX_BYTES);
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch (cause) {
-    throw new SpeechServiceError({
-      code: 'invalid_response',
-      message: 'the speech service answered with malformed JSON',
-      status: response.status,
-      requestId: response.requestId,
-      retryable: false,
-      cause,
-    });
-  }
-}
-
 export class SpeechClient {
   /** The base URL as given, its `user:password@` replaced by `[redacted]`: the form to log. */
   readonly redactedBaseUrl: string;
-  readonly #pool: Pool;
-  readonly #transport: Transport;
-  readonly #apiKey: string;
-  readonly #authHeader: AuthHeader;
-  readonly #basicAuth: string | undefined;
+  readonly #connection: ServiceConnection;
   readonly #onStreamMetrics: ((m: StreamMetrics) => void) | undefined;
   readonly #timestamps: boolean;
-  /** Scrubbed from what a server wrote, wherever it ends up in an error. */
-  readonly #secrets: readonly string[];
   /** Set once a with-timestamps request was refused and the plain stream worked: never asked again. */
   #timestampsMissing = false;
-  #closed = false;
 
   constructor(options: SpeechClientOptions) {
-    const base = parseBaseUrl(options.baseUrl);
-    this.redactedBaseUrl = redactUrl(options.baseUrl);
-    if (typeof options.apiKey !== 'string') throw new TypeError('SpeechClient: apiKey must be a string');
-    this.#apiKey = options.apiKey;
-    this.#authHeader = options.authHeader ?? 'ServicePlatform-APIKey';
-    this.#basicAuth = base.authorization;
+    this.#connection = new ServiceConnection(options, {
+      owner: 'SpeechClient',
+      closedName: 'speech client',
+      anyAuthHeader: true,
+      userAgent: USER_AGENT,
+      pathPrefix: DEFAULT_PATH_PREFIX,
+      authHeader: 'ServicePlatform-APIKey',
+      firstByteTimeoutMs: DEFAULT_FIRST_BYTE_TIMEOUT_MS,
+      idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS,
+      connections: DEFAULT_CONNECTIONS,
+    });
+    this.redactedBaseUrl = this.#connection.redactedBaseUrl;
     this.#onStreamMetrics = options.onStreamMetrics;
     this.#timestamps = options.timestamps === true;
-    this.#secrets = [...(options.apiKey === '' ? [] : [options.apiKey]), ...base.secrets];
-    this.#pool = new Pool(base.origin, {
-      connections: Math.floor(positive('connections', options.connections, DEFAULT_CONNECTIONS)),
-    });
-    this.#transport = new Transport({
-      pool: this.#pool,
-      basePath: base.path + normalizePrefix(options.pathPrefix ?? DEFAULT_PATH_PREFIX),
-      firstByteTimeoutMs: positive(
-        'firstByteTimeoutMs',
-        options.firstByteTimeoutMs,
-        DEFAULT_FIRST_BYTE_TIMEOUT_MS,
-      ),
-      idleTimeoutMs: positive('idleTimeoutMs', options.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS),
-      retry: {
-        maxRetries: Math.floor(positive('maxRetries', options.maxRetries, DEFAULT_MAX_RETRIES, true)),
-        baseDelayMs: positive(
-          'retryBaseDelayMs',
-          options.retryBaseDelayMs,
-          DEFAULT_RETRY_BASE_DELAY_MS,
-          true,
-        ),
-        maxDelayMs: positive('retryMaxDelayMs', options.retryMaxDelayMs, DEFAULT_RETRY_MAX_DELAY_MS, true),
-        maxRetryAfterMs: positive(
-          'maxRetryAfterMs',
-          options.maxRetryAfterMs,
-          DEFAULT_MAX_RETRY_AFTER_MS,
-          true,
-        ),
-      },
-      secrets: this.#secrets,
-    });
   }
 
   /** The whole audio in one buffer. Retried (before the first byte) like `stream()`. */
   async synthesize(req: SpeechRequest, opts: CallOptions = {}): Promise<SynthesizeResult> {
     const prepared = prepareSpeech(req);
-    const response = await this.#open(
+    const response = await this.#connection.open(
       {
         method: 'POST',
         path: speechPath(prepared, false),
-        headers: this.#headers('*/*', 'application/json'),
+        headers: this.#connection.headers('*/*', 'application/json'),
         body: prepared.body,
         idempotent: true,
         emptyCode: 'empty_audio',
@@ -245,7 +142,7 @@ export class SpeechClient {
       },
       opts.signal,
     );
-    const audio = await readAll(response, Number.MAX_SAFE_INTEGER);
+    const audio = await readBody(response, Number.MAX_SAFE_INTEGER);
     if (prepared.outputFormat === 'pcm_24000' && audio.byteLength % 2 !== 0) {
       throw new SpeechServiceError({
         code: 'misaligned_audio',
@@ -289,41 +186,39 @@ export class SpeechClient {
 
   async listVoices(q: ListVoicesQuery = {}, opts: CallOptions = {}): Promise<VoicesPage> {
     const query = voicesQueryString(q);
-    const response = await this.#open(
+    const response = await this.#connection.open(
       {
         method: 'GET',
         path: `/v2/voices${query}`,
-        headers: this.#headers('application/json'),
+        headers: this.#connection.headers('application/json'),
         idempotent: true,
         emptyCode: 'invalid_response',
       },
       opts.signal,
     );
-    return toVoicesPage(await readJson(response), response.requestId);
+    return toVoicesPage(await this.#readJson(response), response.requestId);
   }
 
   /** Not idempotent: only a 429 or a refused connection is retried, so a voice is never created twice. */
   async addVoice(input: AddVoiceInput, opts: CallOptions = {}): Promise<AddedVoice> {
     const form = addVoiceForm(input);
-    const response = await this.#open(
+    const response = await this.#connection.open(
       {
         method: 'POST',
         path: '/v1/voices/add',
-        headers: this.#headers('application/json'),
+        headers: this.#connection.headers('application/json'),
         body: form,
         idempotent: false,
         emptyCode: 'invalid_response',
       },
       opts.signal,
     );
-    return toAddedVoice(await readJson(response), response.requestId);
+    return toAddedVoice(await this.#readJson(response), response.requestId);
   }
 
   /** Closes the pool once running exchanges finish; later calls fail with `client_closed`. */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await this.#pool.close();
+    await this.#connection.close();
   }
 
   async #plainStream(
@@ -332,11 +227,11 @@ export class SpeechClient {
     startedAt: number,
     earlierAttempts: number,
   ): Promise<SpeechStream> {
-    const response = await this.#open(
+    const response = await this.#connection.open(
       {
         method: 'POST',
         path: speechPath(prepared, true),
-        headers: this.#headers('*/*', 'application/json'),
+        headers: this.#connection.headers('*/*', 'application/json'),
         body: prepared.body,
         idempotent: true,
         emptyCode: 'empty_audio',
@@ -359,11 +254,11 @@ export class SpeechClient {
     signal: AbortSignal | undefined,
     startedAt: number,
   ): Promise<SpeechStream> {
-    const response = await this.#open(
+    const response = await this.#connection.open(
       {
         method: 'POST',
         path: speechPath(prepared, true, true),
-        headers: this.#headers('application/json', 'application/json'),
+        headers: this.#connection.headers('application/json', 'application/json'),
         body: prepared.body,
         idempotent: true,
         emptyCode: 'empty_audio',
@@ -372,7 +267,7 @@ export class SpeechClient {
       signal,
       startedAt,
     );
-    const body = new TimestampedBody(response, this.#secrets);
+    const body = new TimestampedBody(response, this.#connection.secrets);
     await body.prime();
     return new HttpSpeechStream({
       response,
@@ -384,27 +279,8 @@ export class SpeechClient {
     });
   }
 
-  async #open(
-    spec: CallSpec,
-    signal: AbortSignal | undefined,
-    startedAt = performance.now(),
-  ): Promise<OpenResponse> {
-    if (this.#closed)
-      throw new SpeechServiceError({
-        code: 'client_closed',
-        message: 'the speech client was closed',
-        retryable: false,
-      });
-    return this.#transport.open(spec, signal, { startedAt });
-  }
-
-  #headers(accept: string, contentType?: string): Record<string, string> {
-    const headers: Record<string, string> = { accept, 'user-agent': USER_AGENT };
-    if (contentType !== undefined) headers['content-type'] = contentType;
-    if (this.#apiKey !== '') headers[this.#authHeader] = this.#apiKey;
-    // A header of its own: the key headers are never `Authorization`, so both can be sent.
-    if (this.#basicAuth !== undefined) headers['authorization'] = this.#basicAuth;
-    return headers;
+  #readJson(response: OpenResponse): Promise<unknown> {
+    return readJsonBody(response, JSON_MAX_BYTES, this.#connection.secrets);
   }
 
   #contentType(response: OpenResponse, format: OutputFormat): string {

@@ -1,12 +1,10 @@
 /**
  * One client's link to an ElevenLabs-compatible service: the base URL split into where to connect and
  * the credentials to send, the keep-alive pool, the auth headers, and the `Transport` that attempts and
- * retries. The speech-to-text client is built on it. `SpeechClient` (client.ts) predates it and still
- * holds the same parts itself; moving it onto this module is a deletion there, not a change of rules.
+ * retries. Both clients are built on it: `SpeechClient` (client.ts) and `SttClient` (stt.ts).
  */
 import { Pool } from 'undici';
 import { parseBaseUrl, redactUrl } from './base-url.js';
-import type { AuthHeader } from './client.js';
 import { SpeechServiceError } from './errors.js';
 import {
   DEFAULT_MAX_RETRIES,
@@ -16,7 +14,10 @@ import {
 } from './retry.js';
 import { Transport, type CallSpec, type OpenResponse } from './transport.js';
 
-/** What a user configures; the names are `SpeechClientOptions`' own. */
+/** The header that carries the API key: the speech-service platform's, or ElevenLabs'. */
+export type AuthHeader = 'ServicePlatform-APIKey' | 'xi-api-key';
+
+/** What a user configures; each client's options extend it with its own defaults. */
 export interface ConnectionSettings {
   /**
    * e.g. `http://127.0.0.1:8080` (a path, if any, is kept in front of the prefix). `user:password@`
@@ -55,8 +56,15 @@ type NumericSetting =
 
 /** What the client using the connection chooses when the user does not. */
 export interface ConnectionDefaults {
-  /** Names the client in option errors (`SttClient: …`) and in `client_closed`. */
+  /** Names the client in option errors (`SttClient: …`) and, unless `closedName` does, in `client_closed`. */
   readonly owner: string;
+  /** The client as `client_closed` names it (`the speech client was closed`). Default `owner`. */
+  readonly closedName?: string;
+  /**
+   * Accept any `authHeader` and send the key under that name, unchecked. Only for `SpeechClient`, which
+   * has always done so and whose callers may rely on it; a new client leaves it off.
+   */
+  readonly anyAuthHeader?: boolean;
   readonly userAgent: string;
   readonly pathPrefix: string;
   readonly authHeader: AuthHeader;
@@ -94,7 +102,7 @@ export class ServiceConnection {
   /** As resolved from the settings and defaults. */
   readonly firstByteTimeoutMs: number;
   readonly idleTimeoutMs: number;
-  readonly #owner: string;
+  readonly #closedName: string;
   readonly #userAgent: string;
   readonly #pool: Pool;
   readonly #transport: Transport;
@@ -109,9 +117,13 @@ export class ServiceConnection {
     this.redactedBaseUrl = redactUrl(settings.baseUrl);
     if (typeof settings.apiKey !== 'string') throw new TypeError(`${owner}: apiKey must be a string`);
     const authHeader = settings.authHeader ?? defaults.authHeader;
-    if (authHeader !== 'ServicePlatform-APIKey' && authHeader !== 'xi-api-key')
+    if (
+      defaults.anyAuthHeader !== true &&
+      authHeader !== 'ServicePlatform-APIKey' &&
+      authHeader !== 'xi-api-key'
+    )
       throw new TypeError(`${owner}: authHeader must be ServicePlatform-APIKey or xi-api-key`);
-    this.#owner = owner;
+    this.#closedName = defaults.closedName ?? owner;
     this.#userAgent = defaults.userAgent;
     this.#apiKey = settings.apiKey;
     this.#authHeader = authHeader;
@@ -149,13 +161,20 @@ export class ServiceConnection {
     return headers;
   }
 
-  /** `Transport.open`, timed from now; refused with `client_closed` once `close()` was called. */
-  async open(spec: CallSpec, signal: AbortSignal | undefined): Promise<OpenResponse> {
-    const startedAt = performance.now();
+  /**
+   * `Transport.open`, timed from `startedAt` (default now: a caller that tried another request first
+   * passes when it began, so the first byte is timed from the call); refused with `client_closed` once
+   * `close()` was called.
+   */
+  async open(
+    spec: CallSpec,
+    signal: AbortSignal | undefined,
+    startedAt = performance.now(),
+  ): Promise<OpenResponse> {
     if (this.#closed)
       throw new SpeechServiceError({
         code: 'client_closed',
-        message: `the ${this.#owner} was closed`,
+        message: `the ${this.#closedName} was closed`,
         retryable: false,
       });
     return this.#transport.open(spec, signal, { startedAt });

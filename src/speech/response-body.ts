@@ -1,7 +1,6 @@
 /**
- * Reading a whole 2xx body (a JSON answer) under a byte bound: a peer that sends more is cut off and
- * refused, never buffered. (client.ts keeps private copies of these two from before this module; they
- * go once it moves onto it.)
+ * Reading a whole 2xx body (a JSON answer, or `synthesize()`'s audio) under a byte bound: a peer that
+ * sends more is cut off and refused, never buffered.
  */
 import { SpeechServiceError } from './errors.js';
 import { redact } from './http-errors.js';
