@@ -15,7 +15,11 @@ export interface BenchApp {
 }
 
 /** `overlay` is merged over config/default.yaml, as a user's VOXBRIDGE_CONFIG file would be. */
-export async function startBenchApp(name: string, overlay: Record<string, unknown> = {}): Promise<BenchApp> {
+export async function startBenchApp(
+  name: string,
+  overlay: Record<string, unknown> = {},
+  env: Record<string, string> = {},
+): Promise<BenchApp> {
   const dir = await mkdtemp(join(tmpdir(), `voxbridge-bench-${name}-`));
   const file = join(dir, 'bench.json');
   await writeFile(file, JSON.stringify(overlay));
@@ -26,6 +30,7 @@ export async function startBenchApp(name: string, overlay: Record<string, unknow
       LOG_LEVEL: 'silent',
       SPEECH_API_KEY: BENCH_KEY,
       VOXBRIDGE_CONFIG: file,
+      ...env,
     }),
     { logger: createLogger('silent') },
   );

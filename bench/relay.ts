@@ -1,7 +1,7 @@
 /**
  * ConversationRelay, measured end to end on Twilio-protocol calls: an app streams its answer at an
  * LLM's pace (20 tokens per second) and we time the first audio at the gateway against the moment the
- * first clause was complete, beside the speech service's own first byte for such a clause (the floor);
+ * first clause was complete, beside the speech service's own first byte for that clause (the floor);
  * a caller's turn ends and we time the prompt against the end of their speech, less the configured
  * end-of-turn silence and the speech-to-text round trip; and the heard text at a barge-in, with the
  * service's character timings and with the estimate, against where the audio really was.
@@ -80,15 +80,16 @@ class RelayApp {
    * Streams `text` word by word, TOKEN_GAP_MS apart; resolves with when the token that completes the
    * first clause (its ", ") left.
    */
-  async stream(socket: WebSocket, text: string): Promise<number> {
+  async stream(socket: WebSocket, text: string): Promise<{ firstAt: number; clauseAt: number }> {
     const tokens = text.match(/\S+\s*/g) ?? [];
+    const firstAt = performance.now();
     let clauseAt = Number.NaN;
     for (const [i, token] of tokens.entries()) {
       socket.send(JSON.stringify({ type: 'text', token, last: i === tokens.length - 1 }));
       if (Number.isNaN(clauseAt) && token.includes(',')) clauseAt = performance.now();
       await new Promise((r) => setTimeout(r, TOKEN_GAP_MS));
     }
-    return clauseAt;
+    return { firstAt, clauseAt };
   }
 
   async close(): Promise<void> {
@@ -136,17 +137,19 @@ async function heardTextError(
 export async function benchRelay(calls = 4, rounds = 6): Promise<void> {
   const relay = await RelayApp.start();
   const stt = await FakeStt.start({ transcribe: () => 'A question from the caller.' });
-  const bench = await startBenchApp('relay', {
-    calls: { defaultFlow: 'agent' },
-    stt: { baseUrl: stt.url, endOfTurnMs: END_OF_TURN_MS },
-    relays: { r: { url: relay.url } },
-    flows: { agent: { start: 'talk', nodes: { talk: { type: 'relay', relay: 'r' } } } },
-  });
-  process.env['STT_API_KEY'] = FAKE_STT_KEY;
+  const bench = await startBenchApp(
+    'relay',
+    {
+      calls: { defaultFlow: 'agent' },
+      stt: { baseUrl: stt.url, endOfTurnMs: END_OF_TURN_MS },
+      relays: { r: { url: relay.url } },
+      flows: { agent: { start: 'talk', nodes: { talk: { type: 'relay', relay: 'r' } } } },
+    },
+    { STT_API_KEY: FAKE_STT_KEY },
+  );
   const { app } = bench;
   const callers: Caller[] = [];
   try {
-    // The STT key is read at start: a bench app of its own takes it from the environment above.
     for (let i = 0; i < calls; i++) {
       const c = new Caller(`${app.url.replace('http:', 'ws:')}/media/twilio`, 9000 + i);
       await c.start();
@@ -158,29 +161,33 @@ export async function benchRelay(calls = 4, rounds = 6): Promise<void> {
     // 1. Tokens at 20 per second: the first clause complete → the first audio at the gateway.
     const clauseToAudio: number[] = [];
     const floor: number[] = [];
+    const added: number[] = [];
     let n = 0;
     for (let round = 0; round < rounds; round++) {
       await Promise.all(
         callers.map(async (c) => {
-          const name = NAMES[n++ % NAMES.length]!;
-          const text = `Of course ${name}, round ${round}, I can help you with that booking right away. It is done.`;
+          // A first clause never said before: not one answer comes from the phrase cache.
+          const name = `${NAMES[n % NAMES.length]!} ${n++}`;
+          const text = `Of course ${name}, I can help you with that booking right away. It is done.`;
           const before = c.mediaAt.length;
-          const clauseAt = await relay.stream(relay.sessions.get(c.callSid)!.socket, text);
+          const call = app.calls.get(c.callSid)!;
+          const seq = call.eventsAfter(0).at(-1)?.seq ?? 0;
+          const { firstAt, clauseAt } = await relay.stream(relay.sessions.get(c.callSid)!.socket, text);
           await until(() => c.mediaAt.length > before, 10_000);
-          clauseToAudio.push(c.mediaAt[before]! - clauseAt);
+          const audioAt = c.mediaAt[before]!;
+          clauseToAudio.push(audioAt - clauseAt);
+          await until(() => call.eventsAfter(seq).some((e) => e.type === 'utterance.finished'), 15_000);
+          const finished = call.eventsAfter(seq).find((e) => e.type === 'utterance.finished');
+          const firstByteMs = (finished as { result: { firstByteMs?: number } } | undefined)?.result
+            .firstByteMs;
+          if (firstByteMs === undefined) return;
+          // The speech service's own first byte for this clause: say() began at the first token, and
+          // the clause was requested once it was complete.
+          const serviceFirstByte = firstByteMs - (clauseAt - firstAt);
+          floor.push(serviceFirstByte);
+          added.push(audioAt - clauseAt - serviceFirstByte);
         }),
       );
-      await new Promise((r) => setTimeout(r, 6000)); // let the answers play out
-      // The floor, in the same run: the service's first byte for such a clause, asked directly.
-      for (let k = 0; k < calls; k++) {
-        const s = await app.client.stream({
-          voiceId: BUILT_IN_VOICE_ID,
-          text: `Of course ${NAMES[(n + k) % NAMES.length]!}${round},`,
-          outputFormat: 'pcm_24000',
-        });
-        floor.push(s.firstByteMs);
-        s.cancel();
-      }
     }
 
     // 2. A caller's turn: the end of their speech → the STT request, and → the prompt at the app.
@@ -236,10 +243,16 @@ export async function benchRelay(calls = 4, rounds = 6): Promise<void> {
           '≤ speech first byte + 20',
         ],
         [
-          "the speech service's first byte for such a clause",
+          "the speech service's first byte for that clause",
           fmt(median(floor), 1),
           fmt(percentile(floor, 95), 1),
           '',
+        ],
+        [
+          'added by voxbridge (the difference, per answer)',
+          fmt(median(added), 1),
+          fmt(percentile(added, 95), 1),
+          '≤ 20',
         ],
         [
           `end of speech → STT request sent, less end-of-turn (${END_OF_TURN_MS} ms)`,
