@@ -12,7 +12,10 @@ import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
-import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
+import { Speaker, type AudioInput, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
+import { SPEAKER_SAMPLE_RATE } from '../../src/speaker/segment-audio.js';
+import { dtmfTones } from '../../src/audio/dtmf.js';
+import { int16ToBytes } from '../../src/audio/pcm.js';
 import { BargeInChain } from './barge-in-chain.js';
 import { CallFlow, chooseFlow } from './call-flow.js';
 import { publicResult, type CallEvent, type EventBody } from './call-events.js';
@@ -358,7 +361,7 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   /** Speaks on this call (flows and the control API). Throws unless the call is active. */
-  say(text: string | AsyncIterable<string>, options: SayOptions = {}): UtteranceHandle {
+  say(text: string | AsyncIterable<string> | AudioInput, options: SayOptions = {}): UtteranceHandle {
     const state = this.#state;
     if (state.status !== 'active') throw new CallNotActiveError(this.id, state.status);
     const handle = state.speaker.say(text, options);
@@ -366,7 +369,7 @@ export class Call extends EventEmitter<CallEvents> {
     this.emitEvent({
       type: 'utterance.started',
       utteranceId: handle.id,
-      text: typeof text === 'string' ? text : null,
+      text: typeof text === 'string' ? text : 'audio' in text ? text.text : null,
     });
     return handle;
   }
@@ -450,6 +453,12 @@ export class Call extends EventEmitter<CallEvents> {
         },
         say: (text, o) => this.say(text, { interruptible: o.interruptible, voiceId: o.voiceId }),
         interrupt: () => speaker.interrupt({ force: true, keepQueue: true }),
+        // No gateway has a message for sending keys: they go in-band, as tones the far end hears.
+        sendDigits: async (digits) => {
+          const audio = int16ToBytes(dtmfTones(digits, SPEAKER_SAMPLE_RATE));
+          const played = await this.say({ audio, text: '' }, { interruptible: false }).result;
+          if (played.status === 'failed') throw new Error('the tones could not be played');
+        },
       },
     });
     this.#relay = relay;

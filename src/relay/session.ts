@@ -65,7 +65,7 @@ export interface RelayHost {
   ): UtteranceHandle;
   /** Cuts what plays now, whatever it is (a preempted talk cycle, a key press that may cut it). */
   interrupt(): InterruptResult;
-  /** Sends DTMF tones to the far end; undefined where the gateway cannot. */
+  /** Sends DTMF to the far end (a call plays the tones in-band); undefined where it cannot. */
   readonly sendDigits?: ((digits: string) => Promise<void>) | undefined;
 }
 

@@ -10,7 +10,9 @@ import { EAGER_FIRST, segmentStream, segmentText, type Segment } from './segment
 import type { AudioSink } from './sink.js';
 import {
   INTERRUPTED,
+  isAudioInput,
   Utterance,
+  type AudioInput,
   type SayOptions,
   type UtteranceResult,
   type UtteranceState,
@@ -19,7 +21,7 @@ import {
 /** s16le mono at the speaker's rate. */
 const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
 
-export type { SayOptions, UtteranceMetrics, UtteranceResult, UtteranceState } from './utterance.js';
+export type { AudioInput, SayOptions, UtteranceMetrics, UtteranceResult, UtteranceState } from './utterance.js';
 
 export interface SpeakerOptions {
   /** Where speech comes from: a `SpeechClient`. */
@@ -84,8 +86,11 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     this.frameCapacity = Math.max(2, Math.ceil((options.bufferMs ?? 1000) / sink.frameMs));
   }
 
-  /** Queues `text` (or a stream of text, as an LLM produces it). */
-  say(text: string | AsyncIterable<string>, options: SayOptions = {}): UtteranceHandle {
+  /**
+   * Queues `text` (or a stream of text, as an LLM produces it), or audio to play as it is (tones, a
+   * recording: `AudioInput`), paced and interruptible like speech.
+   */
+  say(text: string | AsyncIterable<string> | AudioInput, options: SayOptions = {}): UtteranceHandle {
     const u = new Utterance(text, options, (changed, oldState, newState) =>
       this.emit('utteranceStateChange', changed.id, oldState, newState),
     );
@@ -322,12 +327,26 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         ? {}
         : { voiceSettings: (u.options.voiceSettings ?? this.options.voiceSettings)! }),
     };
+    const input = u.input;
+    if (isAudioInput(input)) {
+      // Audio as it is: one segment, no request.
+      u.metrics.firstByteMs = performance.now() - u.createdAt;
+      yield {
+        segment: { text: input.text, start: 0, end: input.text.length },
+        chunks: (async function* () {
+          yield input.audio;
+        })(),
+        fromCache: false,
+        alignment: undefined,
+      };
+      return;
+    }
     const segments: AsyncIterator<Segment> =
-      typeof u.input === 'string'
+      typeof input === 'string'
         ? (async function* (all: Segment[]) {
             yield* all;
-          })(segmentText(u.input))
-        : this.textOf(u, segmentStream(u.input, { signal, eagerFirst: EAGER_FIRST }));
+          })(segmentText(input))
+        : this.textOf(u, segmentStream(input, { signal, eagerFirst: EAGER_FIRST }));
     const open = async (): Promise<SegmentAudio | undefined> => {
       const next = await segments.next();
       if (next.done) return undefined;

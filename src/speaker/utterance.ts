@@ -3,6 +3,15 @@ import { randomUUID } from 'node:crypto';
 import type { SpeechVoiceSettings } from '../speech/client.js';
 import { TextLedger } from './ledger.js';
 
+/**
+ * Audio to play as it is, instead of text to speak: s16le mono 24 kHz (the speaker's own format), with
+ * a text that stands for it in results (what was "heard").
+ */
+export interface AudioInput {
+  readonly audio: Uint8Array;
+  readonly text: string;
+}
+
 export interface SayOptions {
   voiceId?: string | undefined;
   modelId?: string | undefined;
@@ -73,7 +82,7 @@ export class Utterance {
   readonly result = new Promise<UtteranceResult>((resolve) => (this.#settle = resolve));
 
   constructor(
-    readonly input: string | AsyncIterable<string>,
+    readonly input: string | AsyncIterable<string> | AudioInput,
     readonly options: SayOptions,
     /** Told of every change, after its teardown. */
     private readonly onStateChange: (
@@ -83,6 +92,7 @@ export class Utterance {
     ) => void,
   ) {
     if (typeof input === 'string') this.text = input;
+    else if (isAudioInput(input)) this.text = input.text;
   }
 
   get state(): UtteranceState {
@@ -106,4 +116,8 @@ export class Utterance {
     if (next.status === 'done') this.#settle(next.result);
     this.onStateChange(this, old, next);
   }
+}
+
+export function isAudioInput(input: string | AsyncIterable<string> | AudioInput): input is AudioInput {
+  return typeof input === 'object' && 'audio' in input;
 }
