@@ -117,6 +117,8 @@ beforeAll(async () => {
           headers: { Authorization: 'env:RELAY_TOKEN' },
           welcome: 'Hello, this is the assistant.',
         },
+        // Nothing listens there: the socket never opens.
+        gone: { url: 'ws://127.0.0.1:9/relay', connectTimeoutMs: 2000 },
       },
       flows: {
         assistant: {
@@ -124,6 +126,13 @@ beforeAll(async () => {
           nodes: {
             talk: { type: 'relay', relay: 'helper', onClose: 'bye' },
             bye: { type: 'hangup', text: 'The assistant has left. Goodbye.' },
+          },
+        },
+        unreachable: {
+          start: 'talk',
+          nodes: {
+            talk: { type: 'relay', relay: 'gone', onClose: 'sorry' },
+            sorry: { type: 'hangup', text: 'Sorry, the assistant is not available.' },
           },
         },
       },
@@ -286,6 +295,24 @@ describe('a call handed to a relay app', () => {
     const started = sse.of('utterance.started').map((u) => (u as { text: string | null }).text);
     expect(started).toContain('The assistant has left. Goodbye.');
     expect(sse.of('relay').at(-1)).toMatchObject({ status: 'ended', reason: 'closed' });
+    sse.close();
+    await g.close();
+  });
+});
+
+describe('a relay app that cannot be reached', () => {
+  it('takes the call to onClose at once, and says why', async () => {
+    const g = new FakeTwilio(`${t.url.replace('http:', 'ws:')}/media/twilio`, {
+      customParameters: { flow: 'unreachable' },
+    });
+    await g.start();
+    await g.until(() => t.app.calls.get(g.callSid) !== undefined, 5000, 'the call');
+    const sse = new SseReader(`${t.url}/calls/${g.callSid}/events?after=0`);
+    await sse.until((e) => e.some((x) => x.event === 'call.ended'), 15_000);
+    expect(sse.of('relay').at(-1)).toMatchObject({ status: 'ended', reason: 'closed' });
+    expect(sse.of('utterance.finished').at(-1)).toMatchObject({
+      result: { status: 'played', heard_text: 'Sorry, the assistant is not available.' },
+    });
     sse.close();
     await g.close();
   });
