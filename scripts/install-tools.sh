@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian tools that the tests (`test`: ffmpeg, to decode our output independently; chromium,
 # for the browser phone's end-to-end test; openssl, for the fake Discord voice server's certificate;
-# redis-server, the real Redis the cluster tests start on a free port) or the
+# redis-server, the real Redis the cluster tests start on a free port; curl, to stream a say the way a
+# user pipes an LLM's output into it) or the
 # benchmarks (`bench`: ffmpeg and sox as baselines, GNU time to measure them, chromium for the browser
 # phone, redis-server for the cluster benchmark) use, when missing.
 # Runs before `npm test` and `npm run bench`; does nothing when everything is there.
 set -euo pipefail
 case "${1:-}" in
-  test) wanted=("ffprobe:ffmpeg" "openssl:openssl" "chromium:chromium" "redis-server:redis-server") ;;
+  test) wanted=("ffprobe:ffmpeg" "openssl:openssl" "chromium:chromium" "redis-server:redis-server" "curl:curl") ;;
   bench) wanted=("ffmpeg:ffmpeg" "sox:sox" "/usr/bin/time:time" "chromium:chromium" "redis-server:redis-server") ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac

@@ -3,6 +3,8 @@
  * through `curl -T -`): the first clause is heard before the body ends, the whole text is heard in
  * order, and the content types and options a streamed say takes are checked like a JSON one's.
  */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -116,6 +118,27 @@ describe('a say streamed as text/plain', () => {
       body: '{}',
     });
     expect(((await cut.json()) as { interrupted: boolean }).interrupted).toBe(false);
+    await g.close();
+  });
+
+  it('works with curl -T - fed by a program that writes slowly, as an LLM does', async () => {
+    const g = await connect();
+    const curl = spawn('curl', ['-sS', '-T', '-', `${t.url}/calls/${g.callSid}/say`], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let answer = '';
+    curl.stdout.on('data', (c: Buffer) => (answer += c.toString()));
+    const pieces = ['Your order ', 'has shipped', ', and it ', 'will arrive ', 'on Friday.'];
+    let mediaBeforeEnd = 0;
+    for (const piece of pieces) {
+      curl.stdin.write(piece);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    mediaBeforeEnd = g.media().length;
+    curl.stdin.end();
+    await once(curl, 'exit');
+    expect(JSON.parse(answer)).toMatchObject({ status: 'played', heard_text: pieces.join('') });
+    expect(mediaBeforeEnd).toBeGreaterThan(0);
     await g.close();
   });
 
