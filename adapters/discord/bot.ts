@@ -151,6 +151,20 @@ export class DiscordBot {
     return this.access.adapterCreator(guildId);
   }
 
+  /** The bot's own user id. */
+  get userId(): string | undefined {
+    return this.client.user?.id;
+  }
+
+  /**
+   * A member's name as the guild shows it, when the bot has seen them: voice states carry their member
+   * (intent GuildVoiceStates), so whoever is in a voice channel with the bot is known.
+   */
+  memberName(guildId: string, userId: string): string | undefined {
+    const member = this.client.guilds.cache.get(guildId)?.members.cache.get(userId);
+    return member?.displayName ?? this.client.users.cache.get(userId)?.displayName;
+  }
+
   async close(): Promise<void> {
     await this.client.destroy();
   }

@@ -16,6 +16,7 @@ import {
 import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import type { Logger } from 'pino';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
+import type { RelayOutcome } from '../../src/relay/session.js';
 import type { UtteranceResult } from '../../src/speaker/speaker.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
@@ -24,6 +25,8 @@ import type { GuildVoice } from './guild-voice.js';
 const MAX_TEXT = 6000;
 /** A message is at most 2000 characters. */
 const MAX_MESSAGE = 2000;
+/** `/relay name:stop` ends the guild's relay (a relay of that name is reached over HTTP only). */
+const RELAY_STOP = 'stop';
 
 export const COMMANDS: RESTPostAPIChatInputApplicationCommandsJSONBody[] = [
   new SlashCommandBuilder()
@@ -55,6 +58,16 @@ export const COMMANDS: RESTPostAPIChatInputApplicationCommandsJSONBody[] = [
         .setDescription('The script, with [Character] tags')
         .setRequired(true)
         .setMaxLength(MAX_TEXT),
+    ),
+  new SlashCommandBuilder()
+    .setName('relay')
+    .setDescription('Hand this voice channel to an LLM app (a relay in my config), or stop it')
+    .addStringOption((o) =>
+      o
+        .setName('name')
+        .setDescription(`The relay to start, or ${RELAY_STOP} to end the one running`)
+        .setRequired(true)
+        .setMaxLength(40),
     ),
   new SlashCommandBuilder()
     .setName('bargein')
@@ -131,6 +144,18 @@ export function describeResult(result: UtteranceResult): string {
         : 'Stopped before it started.';
     case 'failed':
       return `Could not say it: ${result.error instanceof Error ? result.error.message : String(result.error)}`;
+  }
+}
+
+/** How a relay ended, for the reply that started it. */
+export function describeRelayEnd(name: string, outcome: RelayOutcome): string {
+  switch (outcome.reason) {
+    case 'end':
+      return `The relay ${name} ended the conversation. I'm still in the channel.`;
+    case 'closed':
+      return `The relay ${name} went away (${outcome.detail}). I'm still in the channel.`;
+    case 'host-ended':
+      return `The relay ${name} was stopped.`;
   }
 }
 
@@ -287,6 +312,10 @@ export async function handleCommand(i: SlashInteraction, ctx: CommandContext): P
         );
         return;
       }
+      case 'relay': {
+        await relayCommand(i, guildId, ctx, reply);
+        return;
+      }
       case 'bargein': {
         const enabled = i.options.getBoolean('enabled') ?? true;
         ctx.guilds.setBargeIn(guildId, enabled);
@@ -304,6 +333,59 @@ export async function handleCommand(i: SlashInteraction, ctx: CommandContext): P
     ctx.logger.error({ err: error, command: i.commandName, guildId }, 'command failed');
     await reply.send(`Something went wrong: ${(error as Error).message}`).catch(() => undefined);
   }
+}
+
+/**
+ * /relay NAME hands the channel to a relay app (joining the invoker's channel first if needed);
+ * /relay stop ends it. Both are said to everyone: what members say goes to the app while it runs.
+ */
+async function relayCommand(
+  i: SlashInteraction,
+  guildId: string,
+  ctx: CommandContext,
+  reply: Reply,
+): Promise<void> {
+  const name = (i.options.getString('name') ?? '').trim();
+  const running = ctx.guilds.relayOf(guildId);
+  if (name.toLowerCase() === RELAY_STOP) {
+    if (!running) {
+      await reply.send('No relay is running here.');
+      return;
+    }
+    await ctx.guilds.stopRelay(guildId);
+    await reply.send(`Stopped the relay ${running.name}. I'm still in the channel.`, false);
+    return;
+  }
+  const names = ctx.guilds.relayNames();
+  if (!names.includes(name)) {
+    await reply.send(
+      names.length === 0
+        ? 'No relay is configured (add one under relays: in my config).'
+        : `There is no relay named ${name}. Relays: ${names.join(', ')}.`,
+    );
+    return;
+  }
+  if (running) {
+    await reply.send(
+      `The relay ${running.name} is already running here: \`/relay name:${RELAY_STOP}\` first.`,
+    );
+    return;
+  }
+  // Publicly: the channel should know its words go to an app.
+  await i.deferReply();
+  const voice = await ensureVoice(i, guildId, ctx, reply);
+  if (!voice) return;
+  const relay = ctx.guilds.startRelay(guildId, name);
+  await reply.send(
+    relay.prompts
+      ? `Relaying <#${relay.channelId}> to ${name}: what you say here goes to it, and I speak its answers. \`/relay name:${RELAY_STOP}\` ends it.`
+      : `Relaying <#${relay.channelId}> to ${name}: I speak what it says (no speech-to-text is configured, so it cannot hear you).`,
+    false,
+  );
+  // The reply then says how it ended (an interaction can be edited for 15 minutes; later, nothing is said).
+  void relay.done.then((outcome) =>
+    reply.send(describeRelayEnd(name, outcome), false).catch(() => undefined),
+  );
 }
 
 /** /join with no channel: the invoker's channel (undefined lets ensureVoice say they are in none). */

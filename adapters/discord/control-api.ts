@@ -9,6 +9,9 @@
  *   POST   /discord/guilds/{guildId}/say          { text, voice_id?, interruptible?, now?, wait? }
  *   POST   /discord/guilds/{guildId}/stop | skip
  *   PUT    /discord/guilds/{guildId}/barge-in     { enabled }
+ *   POST   /discord/guilds/{guildId}/relay        { relay }                 hand the channel to a relay app
+ *   GET    /discord/guilds/{guildId}/relay        the relay running there
+ *   DELETE /discord/guilds/{guildId}/relay        stop it (the bot stays in the channel)
  *
  * `text` is narration markup: `[Goblin] You shall not pass! [Narrator] The goblin raises its spear.`
  * Untagged text is the narrator's (in `voice_id` when given).
@@ -28,7 +31,8 @@ import {
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import { readSay, sendInvalid } from '../../src/control/say-request.js';
 import { utteranceResultJson } from '../../src/control/result.js';
-import type { DiscordGuilds } from './guilds.js';
+import type { GuildRelay } from './guild-relay.js';
+import { NotInVoiceError, RelayRunningError, UnknownRelayError, type DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 
 /** join and barge-in bodies are a few bytes. */
@@ -38,6 +42,7 @@ const joinBody = z.strictObject({
   channel_id: z.string().regex(/^\d{1,25}$/, 'must be a channel id (snowflake)'),
 });
 const bargeInBody = z.strictObject({ enabled: z.boolean() });
+const relayBody = z.strictObject({ relay: z.string().min(1).max(40) });
 
 export interface DiscordControlOptions {
   guilds: DiscordGuilds;
@@ -60,6 +65,18 @@ export function describeGuild(voice: GuildVoice, guilds: DiscordGuilds): Record<
     speaking: voice.speaker.speakingId ?? null,
     queued: voice.speaker.queued,
     barge_in: guilds.bargeInEnabled(voice.guildId),
+    relay: guilds.relayOf(voice.guildId)?.name ?? null,
+  };
+}
+
+/** A guild's relay as `/discord/guilds/{id}/relay` answers it. */
+function describeRelay(relay: GuildRelay): Record<string, unknown> {
+  return {
+    guild_id: relay.guildId,
+    channel_id: relay.channelId,
+    relay: relay.name,
+    session_id: relay.sessionId,
+    prompts: relay.prompts,
   };
 }
 
@@ -212,6 +229,49 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         }
         guilds.setBargeIn(guildId, parsed.data.enabled);
         sendJson(res, 200, { guild_id: guildId, barge_in: parsed.data.enabled });
+        return true;
+      }
+      case 'relay': {
+        if (method === 'POST') {
+          const read = await readJsonBody(req, res, MAX_BODY_BYTES);
+          if (!read) return true;
+          const parsed = relayBody.safeParse(read.body);
+          if (!parsed.success) {
+            sendInvalid(res, parsed.error);
+            return true;
+          }
+          let relay: GuildRelay;
+          try {
+            relay = guilds.startRelay(guildId, parsed.data.relay);
+          } catch (error) {
+            if (error instanceof NotInVoiceError) return notInVoice();
+            if (error instanceof UnknownRelayError)
+              sendJson(res, 400, { error: error.message, param: 'relay', relays: error.relays });
+            else if (error instanceof RelayRunningError)
+              sendJson(res, 409, {
+                error: `${error.message}: DELETE /discord/guilds/${guildId}/relay`,
+                relay: error.relay,
+              });
+            else throw error;
+            return true;
+          }
+          sendJson(res, 201, describeRelay(relay));
+          return true;
+        }
+        if (method !== 'GET' && method !== 'DELETE') return sendMethodNotAllowed(res, 'GET, POST, DELETE');
+        if (!guilds.get(guildId)) return notInVoice();
+        const relay = guilds.relayOf(guildId);
+        if (!relay) {
+          sendJson(res, 404, {
+            error: `no relay runs in guild ${guildId}: POST /discord/guilds/${guildId}/relay with { relay } starts one`,
+          });
+          return true;
+        }
+        if (method === 'GET') sendJson(res, 200, describeRelay(relay));
+        else {
+          await relay.stop();
+          res.writeHead(204).end();
+        }
         return true;
       }
       default:

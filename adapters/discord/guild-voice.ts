@@ -7,6 +7,10 @@
  * `SpeakingDetector`, which fires once a member has been audibly talking for `minSpeechMs`. Then the
  * speaker is interrupted: its HTTP stream aborted, its frames dropped, `player.stop()` (never
  * `stop(true)`, which would leak a prepared packet into the next utterance).
+ *
+ * A relay listening to the members (`listen`) gets every packet decoded, whether the bot speaks or
+ * not. Each run of a member's packets has its own decoder: Opus decoding carries state from packet to
+ * packet, so one member's stream must not be decoded with another's.
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -74,6 +78,29 @@ export interface BargeInEvent {
   decidedAtMs: number;
   /** Whether something interruptible was cut (false: the bot was silent or the utterance was not interruptible). */
   interrupted: boolean;
+  /** The utterance that was speaking when the member cut in. */
+  utteranceId: string | undefined;
+  /** What the channel heard of it before the cut (0 and '' when nothing was cut). */
+  playedMs: number;
+  heardText: string;
+}
+
+/** Members' decoded audio, for a relay that hears what they say. */
+export interface MemberAudioListener {
+  /**
+   * One packet of a member's as it arrived (`atMs`, performance.now()): 20 ms of 48 kHz interleaved
+   * stereo (undefined when it did not decode), and its level in dBFS.
+   */
+  packet(userId: string, pcm: Int16Array | undefined, levelDbfs: number, atMs: number): void;
+  /** The member's run of packets ended (the receiver ends one 100 ms after its last packet). */
+  runEnd(userId: string): void;
+}
+
+interface Listening {
+  readonly stream: AudioReceiveStream;
+  readonly sinceMs: number;
+  /** This run's decoder, made at its first packet that needs decoding. */
+  decoder: OpusDecoder | undefined;
 }
 
 export interface GuildVoiceEvents {
@@ -94,8 +121,8 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
   private readonly sink: DiscordSink;
   private readonly keeper: ConnectionKeeper;
   private readonly detector: SpeakingDetector;
-  private decoder: OpusDecoder | undefined;
-  private readonly listening = new Map<string, { stream: AudioReceiveStream; sinceMs: number }>();
+  private readonly listening = new Map<string, Listening>();
+  private memberAudio: MemberAudioListener | undefined;
   private readonly logger: Logger;
   private closed = false;
   private readonly endedPromise: Promise<EndReason>;
@@ -212,6 +239,18 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     this.connection.rejoin({ channelId, selfDeaf: false, selfMute: false });
   }
 
+  /**
+   * Hands every member's decoded audio to `listener` (one at a time: the guild's relay) until the
+   * returned function is called.
+   */
+  listen(listener: MemberAudioListener): () => void {
+    if (this.memberAudio) throw new Error(`guild ${this.guildId}: members' audio already has a listener`);
+    this.memberAudio = listener;
+    return () => {
+      if (this.memberAudio === listener) this.memberAudio = undefined;
+    };
+  }
+
   /** Leaves the channel and frees everything. */
   async leave(): Promise<EndReason> {
     this.keeper.leave();
@@ -223,36 +262,49 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     const stream = this.connection.receiver.subscribe(userId, {
       end: { behavior: EndBehaviorType.AfterSilence, duration: 100 },
     });
-    const entry = { stream, sinceMs: performance.now() };
+    const entry: Listening = { stream, sinceMs: performance.now(), decoder: undefined };
     this.listening.set(userId, entry);
-    stream.on('data', (packet: Buffer) => this.onPacket(userId, packet, entry.sinceMs));
+    stream.on('data', (packet: Buffer) => this.onPacket(userId, packet, entry));
     stream.on('error', (error) => this.logger.debug({ err: error, userId }, 'receive stream error'));
     stream.once('close', () => {
       if (this.listening.get(userId)?.stream === stream) this.listening.delete(userId);
       this.detector.end(userId);
+      if (!this.closed) this.memberAudio?.runEnd(userId);
     });
   }
 
-  private onPacket(userId: string, packet: Buffer, sinceMs: number): void {
+  private onPacket(userId: string, packet: Buffer, entry: Listening): void {
     if (this.closed) return;
-    // Decoding costs CPU: only while there is something to interrupt.
-    if (!this.bargeInEnabled || !this.speaker.audible) {
-      this.detector.end(userId);
-      return;
-    }
+    const listener = this.memberAudio;
+    const detecting = this.bargeInEnabled && this.speaker.audible;
+    if (!detecting) this.detector.end(userId);
+    // Decoding costs CPU: only while there is something to interrupt, or a relay listens.
+    if (!detecting && !listener) return;
     const now = performance.now();
-    let level: number;
+    let pcm: Int16Array | undefined;
     try {
-      this.decoder ??= createOpusDecoder();
-      const pcm = this.decoder.decode(packet);
-      level = levelDbfs(new Int16Array(pcm.buffer, pcm.byteOffset, pcm.byteLength / 2));
+      entry.decoder ??= createOpusDecoder();
+      const bytes = entry.decoder.decode(packet);
+      pcm = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
     } catch {
-      level = 0; // an undecodable packet still means the member is sending audio
+      pcm = undefined;
     }
-    if (!this.detector.frame(userId, level, now)) return;
-    const { interrupted } = this.speaker.interrupt();
+    // An undecodable packet still means the member is sending audio.
+    const level = pcm ? levelDbfs(pcm) : 0;
+    listener?.packet(userId, pcm, level, now);
+    if (!detecting || !this.detector.frame(userId, level, now)) return;
+    const utteranceId = this.speaker.speakingId;
+    const { interrupted, playedMs, heardText } = this.speaker.interrupt();
     this.logger.debug({ userId, interrupted }, 'barge-in');
-    this.emit('bargeIn', { userId, speakingSinceMs: sinceMs, decidedAtMs: now, interrupted });
+    this.emit('bargeIn', {
+      userId,
+      speakingSinceMs: entry.sinceMs,
+      decidedAtMs: now,
+      interrupted,
+      utteranceId: interrupted ? utteranceId : undefined,
+      playedMs,
+      heardText,
+    });
   }
 
   /** Everything the guild holds, freed once (the connection itself is already destroyed). */
@@ -264,6 +316,6 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     this.player.stop(true);
     for (const { stream } of this.listening.values()) stream.destroy();
     this.listening.clear();
-    this.decoder = undefined;
+    this.memberAudio = undefined;
   }
 }

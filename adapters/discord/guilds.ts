@@ -1,17 +1,21 @@
 /**
  * Every guild the bot speaks in: one `GuildVoice` per guild, created on join and freed when its
- * connection ends for any reason. Holds the settings that outlive a connection (barge-in on or off per
- * guild) and the guilds whose connection was lost with their shard, to rejoin when it is back. Used by
- * the slash commands and by the `/discord` control API alike.
+ * connection ends for any reason, and at most one relay app per guild (`GuildRelay`), which ends with
+ * it. Holds the settings that outlive a connection (barge-in on or off per guild) and the guilds whose
+ * connection was lost with their shard, to rejoin when it is back. Used by the slash commands and by
+ * the `/discord` control API alike.
  */
 import { EventEmitter } from 'node:events';
 import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import type { Logger } from 'pino';
+import type { RelaySettings } from '../../src/relay/session.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import { parseScript, type Cast, type ScriptLine } from '../../src/speaker/script.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import type { UtteranceHandle } from '../../src/speaker/speaker.js';
+import type { SttClient } from '../../src/speech/stt.js';
 import type { EndReason, ReconnectPolicy } from './connection-keeper.js';
+import { GuildRelay } from './guild-relay.js';
 import { GuildVoice, type DiscordBargeInSettings } from './guild-voice.js';
 
 export interface DiscordSettings {
@@ -26,10 +30,31 @@ export interface DiscordSettings {
   joinTimeoutMs: number;
 }
 
+/** The relay apps a guild may be handed to (the config's `relays:`), as the app builds them once. */
+export interface DiscordRelays {
+  /** By name, headers resolved. */
+  readonly settings: Readonly<Record<string, RelaySettings>>;
+  /** Speech-to-text for members' turns; undefined: relays run without prompts. */
+  readonly stt: SttClient | undefined;
+  /** Silence after a member's speech that ends their turn (ms): `stt.endOfTurnMs`. */
+  readonly endOfTurnMs: number;
+}
+
+/** What the running bot knows of users, for a relay's `setup` and `prompt`s. */
+export interface DiscordDirectory {
+  /** The bot's own user id; undefined while it is not logged in here. */
+  botUserId(): string | undefined;
+  /** A member's display name, when the bot has seen it. */
+  memberName(guildId: string, userId: string): string | undefined;
+}
+
 export interface DiscordGuildsOptions {
   settings: DiscordSettings;
   source: SpeechSource;
   cache?: PhraseCache | undefined;
+  /** None: no guild can be handed to a relay app. */
+  relays?: DiscordRelays | undefined;
+  directory?: DiscordDirectory | undefined;
   logger: Logger;
 }
 
@@ -45,8 +70,35 @@ export class NotInVoiceError extends Error {
   }
 }
 
+/** `relay` names no relay of the config (answered 400, with the names there are). */
+export class UnknownRelayError extends Error {
+  override readonly name = 'UnknownRelayError';
+  constructor(
+    readonly relay: string,
+    readonly relays: readonly string[],
+  ) {
+    super(
+      relays.length === 0
+        ? `no relay named "${relay}": none is configured (add one under relays: in the config)`
+        : `no relay named "${relay}"; relays: ${relays.join(', ')}`,
+    );
+  }
+}
+
+/** The guild is already handed to a relay app (answered 409). */
+export class RelayRunningError extends Error {
+  override readonly name = 'RelayRunningError';
+  constructor(
+    readonly guildId: string,
+    readonly relay: string,
+  ) {
+    super(`relay "${relay}" already runs in guild ${guildId}; stop it first`);
+  }
+}
+
 export class DiscordGuilds extends EventEmitter<DiscordGuildsEvents> {
   private readonly voices = new Map<string, GuildVoice>();
+  private readonly relays = new Map<string, GuildRelay>();
   private readonly joining = new Map<string, Promise<GuildVoice>>();
   private readonly bargeIn = new Map<string, boolean>();
   /** Guilds whose connection went with their shard: channel to rejoin. */
@@ -132,6 +184,58 @@ export class DiscordGuilds extends EventEmitter<DiscordGuildsEvents> {
     return true;
   }
 
+  /** The names of the relay apps a guild may be handed to. */
+  relayNames(): string[] {
+    return Object.keys(this.options.relays?.settings ?? {});
+  }
+
+  /** The relay app the guild is handed to, if any. */
+  relayOf(guildId: string): GuildRelay | undefined {
+    return this.relays.get(guildId);
+  }
+
+  /**
+   * Hands the guild's channel to relay `name`: members' turns go to the app as prompts, its tokens are
+   * spoken here. Throws `NotInVoiceError`, `UnknownRelayError` or `RelayRunningError`.
+   */
+  startRelay(guildId: string, name: string): GuildRelay {
+    const voice = this.require(guildId);
+    const relays = this.options.relays;
+    const settings = relays && Object.hasOwn(relays.settings, name) ? relays.settings[name] : undefined;
+    if (!relays || !settings) throw new UnknownRelayError(name, this.relayNames());
+    const running = this.relays.get(guildId);
+    if (running) throw new RelayRunningError(guildId, running.name);
+    const { bargeIn } = this.options.settings;
+    const directory = this.options.directory;
+    const relay = new GuildRelay({
+      name,
+      voice,
+      settings,
+      stt: relays.stt,
+      turns: {
+        endOfTurnMs: relays.endOfTurnMs,
+        minSpeechMs: bargeIn.minSpeechMs,
+        minLevelDbfs: bargeIn.minLevelDbfs,
+      },
+      botUserId: directory?.botUserId(),
+      memberName: (userId) => directory?.memberName(guildId, userId),
+      logger: this.options.logger,
+    });
+    this.relays.set(guildId, relay);
+    void relay.done.then(() => {
+      if (this.relays.get(guildId) === relay) this.relays.delete(guildId);
+    });
+    return relay;
+  }
+
+  /** Stops the guild's relay; false when none runs. */
+  async stopRelay(guildId: string): Promise<boolean> {
+    const relay = this.relays.get(guildId);
+    if (!relay) return false;
+    await relay.stop();
+    return true;
+  }
+
   /** Parses a script with the configured cast and queues it in the guild. */
   narrate(guildId: string, script: string, options: { interruptible?: boolean } = {}): NarrationQueued {
     const voice = this.require(guildId);
@@ -154,6 +258,8 @@ export class DiscordGuilds extends EventEmitter<DiscordGuildsEvents> {
     this.lost.clear();
     await Promise.allSettled([...this.joining.values()]);
     await Promise.all(this.list().map((v) => v.leave()));
+    // Each relay ended with its guild's voice.
+    await Promise.all([...this.relays.values()].map((r) => r.done));
   }
 
   private async connect(

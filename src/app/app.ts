@@ -19,6 +19,7 @@ import { VoxbridgeMetrics } from './metrics.js';
 import { startCalls } from './parts/calls.js';
 import { instanceHost, startCluster, type ClusterPart } from './parts/cluster.js';
 import { startDiscord } from './parts/discord.js';
+import { startRelays } from './parts/relays.js';
 import { startSpeech } from './parts/speech.js';
 import { phonePageRoutes } from './phone-page.js';
 
@@ -77,6 +78,8 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   const cluster = startCluster(loaded, http.url, logger);
   // Repeated prompts, shared by every call and guild (and, in a cluster, by every instance).
   const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes, shared: cluster?.phrases });
+  // Relay apps and their speech-to-text, for calls and guilds alike.
+  const relays = startRelays(loaded);
   let calls, discord;
   try {
     calls = await startCalls({
@@ -85,6 +88,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       guard: http.guard,
       source: client,
       cache,
+      relays,
       logger,
       post: options.post,
     });
@@ -92,6 +96,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       loaded,
       client,
       cache,
+      relays,
       logger,
       // Each shard process is an instance of the cluster of its own, speaking through this one's
       // embedded speech service when there is no remote one.
@@ -111,6 +116,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     });
   } catch (error) {
     await calls?.close();
+    await relays.close();
     await cluster?.close();
     await http.close();
     await speech.close();
@@ -179,6 +185,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       while (busy() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       await discord.close();
       await calls.close();
+      await relays.close();
       await http.close();
       await speech.close();
     },

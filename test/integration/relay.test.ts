@@ -3,92 +3,16 @@
  * message reference (a plain `ws` server, nothing of ours), a fake speech-to-text service, the real app
  * with the local speech service, and a fake Twilio caller that talks and presses keys.
  */
-import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocketServer, type WebSocket } from 'ws';
 import { encodeMulaw } from '../../src/audio/g711.js';
-import { rawText } from '../../src/http/ws-data.js';
 import { FakeStt, FAKE_STT_KEY } from '../../testkit/fake-stt.js';
 import { SseReader } from '../../testkit/sse.js';
 import { noisyUtterance, VOICES } from '../../testkit/vad-audio.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { RelayApp, until } from '../helpers/relay-app.js';
 import type { FakeGateway } from '../helpers/gateways/fake-gateway.js';
 import { FakeTelnyx } from '../helpers/gateways/telnyx.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
-
-type Message = Record<string, unknown> & { type: string };
-
-/**
- * The app side of ConversationRelay, as Twilio documents it: it receives `setup`, `prompt`, `dtmf`,
- * `interrupt` and `error`, and answers a prompt with `text` tokens at an LLM's pace, the last with
- * `last: true`. Key 9 ends the session with handoff data. Tests may also send anything themselves.
- */
-class RelayApp {
-  readonly sessions: Array<{ socket: WebSocket; received: Message[]; headers: Record<string, unknown> }> = [];
-  tokenGapMs = 50;
-  /** What to say as soon as a session is set up, if anything. */
-  onSetup: ((setup: Message) => string | undefined) | undefined;
-
-  private constructor(readonly server: WebSocketServer) {
-    server.on('connection', (socket, req) => {
-      const session = { socket, received: [] as Message[], headers: { ...req.headers } };
-      this.sessions.push(session);
-      socket.on('message', (data) => {
-        const message = JSON.parse(rawText(data)) as Message;
-        session.received.push(message);
-        const greeting = message.type === 'setup' ? this.onSetup?.(message) : undefined;
-        if (greeting) void this.answer(socket, greeting);
-        if (message.type === 'prompt')
-          void this.answer(
-            socket,
-            `You said: ${String(message['voicePrompt'])}. What else can I do for you today?`,
-          );
-        if (message.type === 'dtmf' && message['digit'] === '9')
-          socket.send(JSON.stringify({ type: 'end', handoffData: '{"reason":"caller pressed 9"}' }));
-      });
-    });
-  }
-
-  static async start(): Promise<RelayApp> {
-    const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
-    await once(server, 'listening');
-    return new RelayApp(server);
-  }
-
-  get url(): string {
-    return `ws://127.0.0.1:${(this.server.address() as AddressInfo).port}/relay`;
-  }
-
-  /** Word by word (tokens of a few characters), `tokenGapMs` apart, the last marked. */
-  async answer(socket: WebSocket, text: string, extra: Record<string, unknown> = {}): Promise<void> {
-    const tokens = text.match(/\S+\s*/g) ?? [];
-    for (const [i, token] of tokens.entries()) {
-      if (socket.readyState !== socket.OPEN) return;
-      socket.send(JSON.stringify({ type: 'text', token, last: i === tokens.length - 1, ...extra }));
-      await new Promise((r) => setTimeout(r, this.tokenGapMs));
-    }
-  }
-
-  latest(): { socket: WebSocket; received: Message[]; headers: Record<string, unknown> } {
-    const s = this.sessions.at(-1);
-    if (!s) throw new Error('no relay session yet');
-    return s;
-  }
-
-  async close(): Promise<void> {
-    for (const s of this.sessions) s.socket.terminate();
-    await new Promise((r) => this.server.close(r));
-  }
-}
-
-async function until(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!predicate()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** Caller audio at real time, 20 ms per media message. */
 async function sendLive(g: FakeGateway, mulaw: Uint8Array): Promise<void> {

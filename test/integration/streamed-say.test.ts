@@ -129,12 +129,11 @@ describe('a say streamed as text/plain', () => {
     let answer = '';
     curl.stdout.on('data', (c: Buffer) => (answer += c.toString()));
     const pieces = ['Your order ', 'has shipped', ', and it ', 'will arrive ', 'on Friday.'];
-    let mediaBeforeEnd = 0;
     for (const piece of pieces) {
       curl.stdin.write(piece);
       await new Promise((r) => setTimeout(r, 150));
     }
-    mediaBeforeEnd = g.media().length;
+    const mediaBeforeEnd = g.media().length;
     curl.stdin.end();
     await once(curl, 'exit');
     expect(JSON.parse(answer)).toMatchObject({ status: 'played', heard_text: pieces.join('') });

@@ -12,7 +12,6 @@ import { controlApi } from '../../../adapters/media-stream/control-api.js';
 import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
 import { designResampler } from '../../audio/resampler.js';
 import { SileroModel, startVadWorkers, type VadWorkerPool } from '../../audio/vad/index.js';
-import { SttClient } from '../../speech/stt.js';
 import type { Route } from '../../http/router.js';
 import { PROTOCOLS } from '../../protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../protocols/types.js';
@@ -20,6 +19,7 @@ import { systemClock } from '../../speaker/clock.js';
 import type { PhraseCache } from '../../speaker/phrase-cache.js';
 import { SPEAKER_SAMPLE_RATE, type SpeechSource } from '../../speaker/segment-audio.js';
 import type { LoadedConfig } from '../config.js';
+import type { Relays } from './relays.js';
 
 /** Sink rates of phone calls: G.711 (8 kHz) and wideband L16 (16 kHz). */
 const CALL_OUTPUT_RATES = [8000, 16_000];
@@ -38,6 +38,8 @@ export interface CallsPartOptions {
   guard: UpgradeGuard;
   source: SpeechSource;
   cache: PhraseCache;
+  /** The relay apps a flow's relay node hands a call to, with speech-to-text for prompts (shared with Discord). */
+  relays: Relays;
   logger: Logger;
   /** Sends flow webhooks; default fetch. */
   post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
@@ -55,16 +57,6 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     bargeIn.enabled && bargeIn.workers !== 0
       ? await startVadWorkers({ workers: bargeIn.workers, logger: logger.child({ part: 'vad' }) })
       : undefined;
-  const stt =
-    config.stt.baseUrl === null
-      ? undefined
-      : new SttClient({
-          baseUrl: config.stt.baseUrl,
-          pathPrefix: config.stt.pathPrefix,
-          authHeader: config.stt.authHeader,
-          apiKey: secrets.sttApiKey ?? '',
-          modelId: config.stt.modelId,
-        });
   const vad = vadWorkers?.model ?? (bargeIn.enabled ? await SileroModel.load() : undefined);
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
@@ -103,28 +95,11 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
           detector: bargeInDetectors(vad, {
             minSpeechMs: bargeIn.minSpeechMs,
             minSpeechWhileAudibleMs: bargeIn.minSpeechWhileAudibleMs,
-            endOfTurnMs: config.stt.endOfTurnMs,
+            endOfTurnMs: options.relays.endOfTurnMs,
           }),
         }
       : {}),
-    relays: {
-      settings: Object.fromEntries(
-        Object.entries(config.relays).map(([name, r]) => [
-          name,
-          {
-            url: r.url,
-            headers: secrets.relayHeaders.get(name) ?? {},
-            welcome: r.welcome,
-            welcomeInterruptible: r.welcomeInterruptible,
-            interruptible: r.interruptible,
-            dtmf: r.dtmf,
-            voiceId: r.voiceId,
-            connectTimeoutMs: r.connectTimeoutMs,
-          },
-        ]),
-      ),
-      stt,
-    },
+    relays: { settings: options.relays.settings, stt: options.relays.stt },
     post: options.post,
   });
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));
@@ -135,7 +110,6 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     close: async () => {
       await calls.close();
       await vadWorkers?.close();
-      await stt?.close();
     },
   };
 }

@@ -16,10 +16,12 @@ import type { PhraseCache } from '../../speaker/phrase-cache.js';
 import { SPEAKER_SAMPLE_RATE } from '../../speaker/segment-audio.js';
 import type { SpeechClient } from '../../speech/client.js';
 import { compiledModule } from '../../paths.js';
+import { TURN_SAMPLE_RATE } from '../../relay/turn-recorder.js';
 import type { LoadedConfig } from '../config.js';
+import type { Relays } from './relays.js';
 
-/** Discord's rate: 48 kHz stereo. */
-const DISCORD_OUTPUT_RATE = 48_000;
+/** Discord's rate, both ways: 48 kHz stereo. */
+const DISCORD_SAMPLE_RATE = 48_000;
 
 export interface DiscordPart {
   readonly guilds: DiscordGuilds;
@@ -39,13 +41,18 @@ export async function startDiscord(options: {
   loaded: LoadedConfig;
   client: SpeechClient;
   cache: PhraseCache;
+  /** The relay apps a guild may be handed to, with speech-to-text for members' turns (shared with calls). */
+  relays: Relays;
   logger: Logger;
   /** What each shard process needs besides this process's environment (`discord.shards`). */
   shardEnv?: ((shardId: number) => Record<string, string>) | undefined;
 }): Promise<DiscordPart> {
   const { config, secrets } = options.loaded;
   const logger = options.logger.child({ part: 'discord' });
-  designResampler(SPEAKER_SAMPLE_RATE, DISCORD_OUTPUT_RATE);
+  designResampler(SPEAKER_SAMPLE_RATE, DISCORD_SAMPLE_RATE);
+  // Members' voices for a relay's speech-to-text.
+  if (options.relays.stt) designResampler(DISCORD_SAMPLE_RATE, TURN_SAMPLE_RATE);
+  let bot: DiscordBot | undefined;
   const guilds = new DiscordGuilds({
     settings: {
       ...config.discord,
@@ -72,6 +79,11 @@ export async function startDiscord(options: {
     },
     source: options.client,
     cache: options.cache,
+    relays: options.relays,
+    directory: {
+      botUserId: () => bot?.userId,
+      memberName: (guildId, userId) => bot?.memberName(guildId, userId),
+    },
     logger,
   });
   guilds.on('joined', (voice) => logGuildEvents(voice, logger.child({ guildId: voice.guildId })));
@@ -80,7 +92,6 @@ export async function startDiscord(options: {
     const ms = await warmDiscordAudio();
     logger.debug({ ms: Math.round(ms) }, 'Opus encoder warmed');
   }
-  let bot: DiscordBot | undefined;
   let shards: RunningShards | undefined;
   let starting: Promise<void> | undefined;
   // The shards run the bot, each in a process of its own (this process only manages them).

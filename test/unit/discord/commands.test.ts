@@ -149,7 +149,7 @@ describe('slash command handlers', () => {
 
   it('the definitions: every command, guild-only, required text with Discord’s length limit', () => {
     expect(COMMANDS.map((c) => c.name).sort()).toEqual(
-      ['bargein', 'join', 'leave', 'narrate', 'say', 'skip', 'stop', 'voices'].sort(),
+      ['bargein', 'join', 'leave', 'narrate', 'relay', 'say', 'skip', 'stop', 'voices'].sort(),
     );
     for (const c of COMMANDS) expect(c.contexts).toEqual([InteractionContextType.Guild]);
     const say = COMMANDS.find((c) => c.name === 'say')!;

@@ -1,0 +1,61 @@
+/**
+ * The relay apps of the config (`relays:`) and the speech-to-text client their prompts go through
+ * (`stt:`), built once and given to both parts that hand a conversation to a relay app: a call's flow
+ * (parts/calls.ts) and a Discord guild (parts/discord.ts). One client means one keep-alive pool to the
+ * speech-to-text service for every call and guild; the app closes it after both parts.
+ */
+import type { RelaySettings } from '../../relay/session.js';
+import { SttClient } from '../../speech/stt.js';
+import type { LoadedConfig } from '../config.js';
+
+export interface Relays {
+  /** By name, as `relays:` has them, with their headers' `env:` values read. */
+  readonly settings: Readonly<Record<string, RelaySettings>>;
+  /** Speech-to-text for prompts; undefined when `stt.baseUrl` is not set (relays run without prompts). */
+  readonly stt: SttClient | undefined;
+  /** Silence after the speaker's words that ends their turn (ms). */
+  readonly endOfTurnMs: number;
+  close(): Promise<void>;
+}
+
+/** Each relay of the config as a `RelaySession` takes it. */
+export function relaySettings(loaded: LoadedConfig): Record<string, RelaySettings> {
+  const { config, secrets } = loaded;
+  return Object.fromEntries(
+    Object.entries(config.relays).map(([name, r]) => [
+      name,
+      {
+        url: r.url,
+        headers: secrets.relayHeaders.get(name) ?? {},
+        welcome: r.welcome,
+        welcomeInterruptible: r.welcomeInterruptible,
+        interruptible: r.interruptible,
+        dtmf: r.dtmf,
+        voiceId: r.voiceId,
+        connectTimeoutMs: r.connectTimeoutMs,
+      },
+    ]),
+  );
+}
+
+export function startRelays(loaded: LoadedConfig): Relays {
+  const { config, secrets } = loaded;
+  const stt =
+    config.stt.baseUrl === null
+      ? undefined
+      : new SttClient({
+          baseUrl: config.stt.baseUrl,
+          pathPrefix: config.stt.pathPrefix,
+          authHeader: config.stt.authHeader,
+          apiKey: secrets.sttApiKey ?? '',
+          modelId: config.stt.modelId,
+        });
+  return {
+    settings: relaySettings(loaded),
+    stt,
+    endOfTurnMs: config.stt.endOfTurnMs,
+    close: async () => {
+      await stt?.close();
+    },
+  };
+}
