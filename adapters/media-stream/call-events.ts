@@ -78,7 +78,11 @@ export function toWire(event: CallEvent): Record<string, unknown> {
     case 'flow':
       return { ...head, event: flowEventWire(event.event) };
     case 'call.ended':
-      return { ...head, reason: event.reason, ...(event.handoffData === undefined ? {} : { handoff_data: event.handoffData }) };
+      return {
+        ...head,
+        reason: event.reason,
+        ...(event.handoffData === undefined ? {} : { handoff_data: event.handoffData }),
+      };
     case 'relay':
       return {
         ...head,

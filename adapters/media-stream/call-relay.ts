@@ -38,7 +38,11 @@ export class CallRelay {
   private readonly controller = new AbortController();
 
   constructor(private readonly options: CallRelayOptions) {
-    this.session = new RelaySession(options.host, options.settings, options.log.child({ relay: options.name }));
+    this.session = new RelaySession(
+      options.host,
+      options.settings,
+      options.log.child({ relay: options.name }),
+    );
     this.recorder = new TurnRecorder({ sampleRate: options.inboundRate });
   }
 
@@ -85,7 +89,10 @@ export class CallRelay {
         this.session.prompt(transcript.text, transcript.languageCode ?? language);
       } catch (error) {
         if (!this.controller.signal.aborted)
-          log.warn({ err: (error as Error).message, turnMs: turn.endMs - turn.startMs }, 'a turn was not transcribed');
+          log.warn(
+            { err: (error as Error).message, turnMs: turn.endMs - turn.startMs },
+            'a turn was not transcribed',
+          );
       }
     });
   }

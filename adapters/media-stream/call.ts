@@ -12,7 +12,12 @@ import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
-import { Speaker, type AudioInput, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
+import {
+  Speaker,
+  type AudioInput,
+  type SayOptions,
+  type UtteranceHandle,
+} from '../../src/speaker/speaker.js';
 import { SPEAKER_SAMPLE_RATE } from '../../src/speaker/segment-audio.js';
 import { dtmfTones } from '../../src/audio/dtmf.js';
 import { int16ToBytes } from '../../src/audio/pcm.js';

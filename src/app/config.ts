@@ -180,7 +180,9 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
       const fromEnv = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(value)?.[1];
       const resolved = fromEnv === undefined ? value : env[fromEnv];
       if (resolved === undefined || resolved === '')
-        throw new ConfigError(`invalid configuration: relays.${name}.headers.${header}: ${fromEnv} is not set`);
+        throw new ConfigError(
+          `invalid configuration: relays.${name}.headers.${header}: ${fromEnv} is not set`,
+        );
       headers[header] = resolved;
     }
     relayHeaders.set(name, headers);

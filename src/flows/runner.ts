@@ -27,8 +27,7 @@ export interface FlowCall {
 
 /** How a relay node ended: the app said `end`, or its socket closed (or never opened). */
 export type FlowRelayOutcome =
-  | { reason: 'end'; handoffData: string | undefined }
-  | { reason: 'closed'; detail: string };
+  { reason: 'end'; handoffData: string | undefined } | { reason: 'closed'; detail: string };
 
 export interface FlowEvent {
   type: 'flow.node' | 'flow.webhook' | 'flow.end';
@@ -154,7 +153,8 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
         }
         case 'relay': {
           silentSteps = 0;
-          if (!call.relay) throw new Error(`flow ${flowName}: node ${current}: relays cannot run on this call`);
+          if (!call.relay)
+            throw new Error(`flow ${flowName}: node ${current}: relays cannot run on this call`);
           const outcome = await call.relay(node.relay, signal);
           emit('flow.node', current, { relay: node.relay, ...outcome });
           if (outcome.reason === 'end') {

@@ -21,7 +21,13 @@ import {
 /** s16le mono at the speaker's rate. */
 const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
 
-export type { AudioInput, SayOptions, UtteranceMetrics, UtteranceResult, UtteranceState } from './utterance.js';
+export type {
+  AudioInput,
+  SayOptions,
+  UtteranceMetrics,
+  UtteranceResult,
+  UtteranceState,
+} from './utterance.js';
 
 export interface SpeakerOptions {
   /** Where speech comes from: a `SpeechClient`. */
