@@ -194,34 +194,33 @@ export async function benchRelay(calls = 4, rounds = 6): Promise<void> {
     const toStt: number[] = [];
     const toPrompt: number[] = [];
     const sttRoundTrip: number[] = [];
-    for (let round = 0; round < rounds; round++) {
-      await Promise.all(
-        callers.map(async (c, i) => {
-          const mulaw = await callerSpeech(
-            app,
-            CALLER_LINES[(round + i) % CALLER_LINES.length]!,
-            round * 31 + i,
-          );
-          const pcm = decodeMulaw(mulaw);
-          let last = pcm.length - 1;
-          while (last > 0 && Math.abs(pcm[last]!) < 1000) last--;
-          const session = relay.sessions.get(c.callSid)!;
-          const prompts = session.prompts.length;
-          const sttBefore = stt.requests.length;
-          c.speak(mulaw);
-          await until(() => c.onsetSentAt !== undefined, 5000);
-          const speechEnd = c.onsetSentAt! + (last / 8000) * 1000;
-          if (!(await until(() => session.prompts.length > prompts, 15_000))) return;
-          const request = stt.requests.slice(sttBefore).find((r) => r.wav);
-          const promptAt = session.prompts.at(-1)!.at;
-          toPrompt.push(promptAt - speechEnd);
-          if (request) {
-            toStt.push(request.receivedAt - speechEnd);
-            sttRoundTrip.push(promptAt - request.receivedAt);
-          }
-        }),
-      );
-      await new Promise((r) => setTimeout(r, 500));
+    // One caller at a time, so that each STT request is known to be this turn's.
+    for (let round = 0; round < Math.ceil(rounds / 2); round++) {
+      for (const [i, c] of callers.entries()) {
+        const mulaw = await callerSpeech(
+          app,
+          CALLER_LINES[(round + i) % CALLER_LINES.length]!,
+          round * 31 + i,
+        );
+        const pcm = decodeMulaw(mulaw);
+        let last = pcm.length - 1;
+        while (last > 0 && Math.abs(pcm[last]!) < 1000) last--;
+        const session = relay.sessions.get(c.callSid)!;
+        const prompts = session.prompts.length;
+        const sttBefore = stt.requests.length;
+        c.speak(mulaw);
+        await until(() => c.onsetSentAt !== undefined, 5000);
+        const speechEnd = c.onsetSentAt! + (last / 8000) * 1000;
+        if (!(await until(() => session.prompts.length > prompts, 15_000))) continue;
+        const request = stt.requests.slice(sttBefore).find((r) => r.wav);
+        const promptAt = session.prompts.at(-1)!.at;
+        toPrompt.push(promptAt - speechEnd);
+        if (request) {
+          toStt.push(request.receivedAt - speechEnd);
+          sttRoundTrip.push(promptAt - request.receivedAt);
+        }
+        await new Promise((r) => setTimeout(r, 300));
+      }
     }
 
     // 3. The heard text at a cut, against the audio.

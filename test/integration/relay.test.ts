@@ -224,6 +224,33 @@ describe('a call handed to a relay app', () => {
   });
 });
 
+describe('an app whose socket drops mid-utterance', () => {
+  it('speaks what it had sent, then goes to onClose', async () => {
+    const { g, sse } = await call();
+    await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 15_000); // the welcome
+    const session = relayApp.latest();
+    for (const token of ['Let me look ', 'that up ', 'for you, ', 'one moment ']) {
+      session.socket.send(JSON.stringify({ type: 'text', token }));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await until(() => g.media().length > 0 && g.playout.playedMs > 2500, 10_000, 'the answer to start');
+    session.socket.terminate();
+    await sse.until((e) => e.some((x) => x.event === 'call.ended'), 20_000);
+    const results = sse
+      .of('utterance.finished')
+      .map((u) => (u as { result: { status: string; heard_text: string } }).result);
+    expect(results[1]).toEqual(
+      expect.objectContaining({ status: 'played', heard_text: 'Let me look that up for you, one moment' }),
+    );
+    expect(results.at(-1)).toEqual(
+      expect.objectContaining({ status: 'played', heard_text: 'The assistant has left. Goodbye.' }),
+    );
+    expect(sse.of('relay').at(-1)).toMatchObject({ status: 'ended', reason: 'closed' });
+    sse.close();
+    await g.close();
+  });
+});
+
 describe('a relay app that cannot be reached', () => {
   it('takes the call to onClose at once, and says why', async () => {
     const g = new FakeTwilio(`${t.url.replace('http:', 'ws:')}/media/twilio`, {
@@ -287,7 +314,11 @@ describe('many calls, each on its own relay socket', () => {
         await g.start();
         gateways.push(g);
       }
-      await until(() => relayApp.sessions.length - before >= 100, 20_000, '100 relay sessions');
+      await until(
+        () => relayApp.sessions.slice(before).filter((s) => s.received.length > 0).length >= 100,
+        20_000,
+        '100 relay sessions set up',
+      );
       const sessions = relayApp.sessions.slice(before);
       expect(new Set(sessions.map((s) => s.received[0]!['sessionId'])).size).toBe(100);
       expect(new Set(sessions.map((s) => s.received[0]!['callSid']))).toEqual(

@@ -136,6 +136,11 @@ export class SpeechOnsetDetector {
   private readonly endOfTurnMs: number;
   /** Where the turn under way began (its first onset), while one is. */
   private turnStartMs: number | undefined;
+  /** Quiet windows in a row within the turn under way (ms), and where they began. */
+  private quietMs = 0;
+  private quietFromMs = 0;
+  /** The probability the last window was judged with (0 for one the gate judged closed). */
+  private lastP = 0;
 
   constructor(model: SileroModel, options: DetectorOptions) {
     this.sampleRate = options.sampleRate;
@@ -195,6 +200,7 @@ export class SpeechOnsetDetector {
     this.reported = false;
     this.silenceMs = 0;
     this.turnStartMs = undefined;
+    this.quietMs = 0;
     this.gate.reset();
     this.silero.reset();
   }
@@ -260,6 +266,7 @@ export class SpeechOnsetDetector {
       if (wanted) this.counts.skipped++;
       onset ??= this.gateAlone(open, w.startMs, botAudible);
     }
+    this.trackTurn(open, w.startMs);
     this.preroll.push(w);
     if (this.preroll.length > PREROLL_WINDOWS) this.preroll.shift();
     this.lagMs = Math.max(0, this.lagMs + this.now() - startedAt - this.windowMs);
@@ -290,7 +297,29 @@ export class SpeechOnsetDetector {
   }
 
   /** Folds one window's probability into the current run; an onset when the run is long enough. */
+  /**
+   * The end of a turn: `endOfTurnMs` of quiet windows in a row, a window being quiet when the gate
+   * finds nothing above the line's noise or Silero finds no speech in it. The gate reacts to the end
+   * of speech at once, where Silero's probability takes a few windows to fall: counting from the first
+   * of the two puts the turn's end where the speech ended, not where the model let go of it.
+   */
+  private trackTurn(open: boolean, startMs: number): void {
+    if (this.turnStartMs === undefined) return;
+    if (open && this.lastP >= SILENCE_BELOW) {
+      this.quietMs = 0;
+      return;
+    }
+    if (this.quietMs === 0) this.quietFromMs = startMs;
+    this.quietMs += this.windowMs;
+    if (this.quietMs < this.endOfTurnMs) return;
+    const turn = { startMs: this.turnStartMs, endMs: this.quietFromMs, decidedMs: startMs + this.windowMs };
+    this.turnStartMs = undefined;
+    this.quietMs = 0;
+    this.onTurnEnd?.(turn);
+  }
+
   private judge(p: number, startMs: number, botAudible: boolean): SpeechOnset | undefined {
+    this.lastP = p;
     if (p >= this.threshold) {
       this.silenceMs = 0;
       this.runGapMs = 0;
@@ -308,12 +337,6 @@ export class SpeechOnsetDetector {
     if (p < SILENCE_BELOW) {
       this.silenceMs += this.windowMs;
       if (this.silenceMs >= REARM_SILENCE_MS) this.reported = false;
-      if (this.turnStartMs !== undefined && this.silenceMs >= this.endOfTurnMs) {
-        const decidedMs = startMs + this.windowMs;
-        const turn = { startMs: this.turnStartMs, endMs: decidedMs - this.silenceMs, decidedMs };
-        this.turnStartMs = undefined;
-        this.onTurnEnd?.(turn);
-      }
     }
     if (this.runStartMs !== undefined) {
       this.runGapMs += this.windowMs;
