@@ -24,7 +24,12 @@ declare module '@echogarden/espeak-ng-emscripten' {
       callback: (samples: Int16Array, events: readonly ESpeakEvent[]) => boolean | void,
     ): void;
     get_samplerate(): number;
-    list_voices(): Array<{ name: string; identifier: string }>;
+    /** The languages it speaks (`en-gb-scotland`, …); variants (`+m3`, `+whisper`) are not listed. */
+    list_voices(): Array<{
+      name: string;
+      identifier: string;
+      languages: Array<{ priority: number; name: string }>;
+    }>;
   }
   export interface ESpeakModule {
     eSpeakNGWorker: new () => ESpeakNGWorker;

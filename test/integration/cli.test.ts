@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledModule, PROJECT_ROOT } from '../../src/paths.js';
 import { parseWav } from '../../src/audio/wav.js';
+import { builtInVoices } from '../../src/service/voices/builtin.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
 import { espeakSpeech, probeWithFfmpeg, wavFile } from '../../testkit/audio.js';
 import { SseReader } from '../../testkit/sse.js';
@@ -201,18 +202,29 @@ describe('voxbridge say', () => {
 });
 
 describe('voxbridge voices', () => {
-  it('list --json lists the built-in voice; the table has its columns', async () => {
+  it('list --json lists every built-in voice with its labels; the table has its columns', async () => {
     const json = await cli(['voices', 'list', '--json', ...service()]);
     expect(json.code).toBe(0);
-    const voices = JSON.parse(json.stdout.toString()) as Array<{ voice_id: string; category: string }>;
-    expect(voices).toContainEqual(
-      expect.objectContaining({ voice_id: 'voxbridge-default', category: 'premade' }),
-    );
+    const voices = JSON.parse(json.stdout.toString()) as Array<Record<string, unknown>>;
+    for (const v of builtInVoices())
+      expect(voices).toContainEqual(
+        expect.objectContaining({
+          voice_id: v.voice_id,
+          name: v.name,
+          category: 'premade',
+          description: v.description,
+          labels: v.labels,
+        }),
+      );
     const table = await cli(['voices', 'list', ...service()]);
     expect(table.code).toBe(0);
     const [header, ...rows] = table.stdout.toString().trim().split('\n');
     expect(header).toMatch(/^ID\s+NAME\s+CATEGORY$/);
-    expect(rows.some((r) => /^voxbridge-default\s+.+\s+premade$/.test(r))).toBe(true);
+    for (const v of builtInVoices())
+      expect(
+        rows.some((r) => new RegExp(`^${v.voice_id}\\s+.+\\s+premade$`).test(r)),
+        v.voice_id,
+      ).toBe(true);
   });
 
   it('add creates a voice from WAV samples and prints its id, which the list then shows', async () => {

@@ -3,11 +3,20 @@
  * to a fake voice server on loopback (TLS WebSocket + UDP, the real protocol), and the guild's speaker
  * speaks through the real local speech service. The server decrypts and decodes every packet.
  */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordGuilds, type DiscordSettings } from '../../adapters/discord/guilds.js';
 import type { GuildVoice } from '../../adapters/discord/guild-voice.js';
+import { bytesToInt16 } from '../../src/audio/pcm.js';
 import { FramePipeline } from '../../src/speaker/frame-pipeline.js';
+import { parseScript } from '../../src/speaker/script.js';
+import type { UtteranceResult } from '../../src/speaker/utterance.js';
+import { analyzeSpeech } from '../../src/service/voices/analyze.js';
+import { builtInVoices } from '../../src/service/voices/builtin.js';
+import { PROJECT_ROOT } from '../../src/paths.js';
+import { spectralCentroidHz } from '../../testkit/spectrum.js';
 import { handleCommand, type CommandContext } from '../../adapters/discord/commands.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeGuildAccess, FakeInteraction } from '../helpers/discord/fake-interaction.js';
@@ -28,6 +37,8 @@ const A_NUMBER: unknown = expect.any(Number);
 const A_STRING: unknown = expect.any(String);
 const NAMES_THE_VOICE: unknown = expect.stringContaining('no-such-voice');
 const VOICE = 'voxbridge-default';
+/** The narrator's voice in config/default.yaml's cast, which the app's own guilds use. */
+const NARRATOR_VOICE = 'voxbridge-narrator';
 
 const SETTINGS: DiscordSettings = {
   voiceId: VOICE,
@@ -114,6 +125,25 @@ function correlation(a: readonly number[], b: readonly number[]): number {
     bb += (b[i]! - mb) ** 2;
   }
   return ab / Math.sqrt(aa * bb);
+}
+
+interface VoiceFeatures {
+  f0Hz: number;
+  centroidHz: number;
+}
+
+/** Median F0 and spectral centroid (to 11 kHz, where the engine's audio ends) of mono samples in -1..1. */
+function voiceFeatures(samples: Float32Array, sampleRate: number): VoiceFeatures {
+  return {
+    f0Hz: analyzeSpeech(samples, sampleRate).f0Hz,
+    centroidHz: spectralCentroidHz(samples, sampleRate, { maxHz: 11_000 }),
+  };
+}
+
+/** How far apart two recordings sound: the log ratios of F0 and of centroid (voiced and unvoiced: far). */
+function voiceDistance(a: VoiceFeatures, b: VoiceFeatures): number {
+  const f0 = a.f0Hz > 0 && b.f0Hz > 0 ? Math.abs(Math.log(a.f0Hz / b.f0Hz)) : a.f0Hz === b.f0Hz ? 0 : 1;
+  return f0 + Math.abs(Math.log(a.centroidHz / b.centroidHz));
 }
 
 describe('Discord voice through the real @discordjs/voice connection', () => {
@@ -362,7 +392,7 @@ describe('slash commands and the control API, joined for real', () => {
 
     const voices = new FakeInteraction('voices', { guildId: GUILD });
     await handleCommand(voices, ctx);
-    expect(voices.last?.content).toContain('`voxbridge-default`');
+    for (const v of builtInVoices()) expect(voices.last?.content).toContain(`${v.name} — \`${v.voice_id}\``);
 
     const leave = new FakeInteraction('leave', { guildId: GUILD });
     await handleCommand(leave, ctx);
@@ -371,6 +401,94 @@ describe('slash commands and the control API, joined for real', () => {
     // The library told the gateway it left.
     expect(gateway.sent.at(-1)?.d.channel_id).toBeNull();
   });
+
+  it("/narrate with the README's script and the default cast: every character in its own voice", async () => {
+    const readme = await readFile(resolve(PROJECT_ROOT, 'README.md'), 'utf8');
+    const script = /^\/narrate script: (.+)$/m.exec(readme)?.[1];
+    expect(script, 'the README shows a /narrate script').toBeDefined();
+    expect(await readFile(resolve(PROJECT_ROOT, 'docs', 'discord.md'), 'utf8')).toContain(script!);
+    // The app's own guilds: the cast of config/default.yaml.
+    const discord = app.app.discord;
+    const { cast, narrator } = discord.settings.narration;
+    const lines = parseScript(script!, cast, narrator);
+    expect(lines.map((l) => l.character).sort()).toEqual(Object.keys(cast).sort());
+    const voices = Object.values(cast).map((m) => m.voiceId);
+    expect(new Set(voices).size).toBe(voices.length);
+
+    server = await startServer();
+    gateway = new FakeMainGateway(server, { guildId: GUILD, userId: BOT });
+    const access = new FakeGuildAccess().addChannel({ id: CHANNEL, name: 'tavern' });
+    access.members.set(MEMBER, CHANNEL);
+    access.adapter = gateway.adapterCreator;
+    const ctx: CommandContext = {
+      guilds: discord,
+      access,
+      listVoices: async () => (await app.app.client.listVoices({ pageSize: 100 })).voices,
+      logger: pino({ level: 'silent' }),
+    };
+    try {
+      await handleCommand(new FakeInteraction('join', { guildId: GUILD, userId: MEMBER }), ctx);
+      const results: UtteranceResult[] = [];
+      discord.get(GUILD)!.speaker.on('utteranceEnd', ({ result }) => results.push(result));
+      const narrate = new FakeInteraction('narrate', {
+        guildId: GUILD,
+        userId: MEMBER,
+        strings: { script: script! },
+      });
+      await handleCommand(narrate, ctx);
+      expect(narrate.answers.map((a) => a.content)).toEqual([
+        `Narrating ${lines.length} line(s): ${lines.map((l) => l.character).join(', ')}.`,
+        `Narrated ${lines.length} line(s).`,
+      ]);
+      expect(results.map((r) => r.status)).toEqual(lines.map(() => 'played'));
+
+      const ssrc = server.ssrcOf(GUILD)!;
+      await server.waitFor(() => server.received(ssrc).some((p) => p.silence), 2000, 'the end');
+      // One run of speech, the lines back to back, then the closing silence.
+      const packets = server.received(ssrc);
+      const firstSilence = packets.findIndex((p) => p.silence);
+      expect(packets.slice(firstSilence).every((p) => p.silence)).toBe(true);
+      const spoken = packets.slice(0, firstSilence);
+      expect(spoken.length).toBe(results.reduce((n, r) => n + r.playedMs / 20, 0));
+
+      let first = 0;
+      for (const [i, line] of lines.entries()) {
+        const frames = results[i]!.playedMs / 20;
+        const heard = Float32Array.from(leftOf(spoken.slice(first, first + frames)), (v) => v / 32768);
+        first += frames;
+        // The same line read by every voice of the cast, straight from the service.
+        const references = new Map<string, VoiceFeatures>();
+        for (const voiceId of voices) {
+          const pcm = (
+            await app.app.client.synthesize({ voiceId, text: line.text, outputFormat: 'pcm_24000' })
+          ).audio;
+          if (voiceId === line.voiceId) {
+            // As long as this voice's reading: to a frame, since the pseudo-random flutter and roughness
+            // of some variants make a reading's length vary by a few milliseconds from one to the next.
+            const pipeline = new FramePipeline(
+              24_000,
+              { encoding: 's16le', sampleRate: 48_000, channels: 2 },
+              20,
+            );
+            const expected = pipeline.push(pcm).length + pipeline.finish().length;
+            expect(Math.abs(frames - expected), `${line.character}'s frames`).toBeLessThanOrEqual(1);
+          }
+          const samples = Float32Array.from(bytesToInt16(pcm), (v) => v / 32768);
+          references.set(voiceId, voiceFeatures(samples, 24_000));
+        }
+        // What the channel heard sounds like this character's voice, and like no other of the cast.
+        const got = voiceFeatures(heard, 48_000);
+        const nearest = [...references].sort(
+          ([, a], [, b]) => voiceDistance(got, a) - voiceDistance(got, b),
+        )[0]![0];
+        expect(nearest, `${line.character}: "${line.text}"`).toBe(line.voiceId);
+        // Through Opus and back, F0 and brightness stay within a few percent of the voice's own reading.
+        expect(voiceDistance(got, references.get(line.voiceId)!), line.character).toBeLessThan(0.05);
+      }
+    } finally {
+      await handleCommand(new FakeInteraction('leave', { guildId: GUILD }), ctx);
+    }
+  }, 60_000); // the script plays in real time: about 18 s
 
   it('POST /discord/guilds/{id}/say speaks narration markup in the guild; errors are clear', async () => {
     server = await startServer();
@@ -407,7 +525,7 @@ describe('slash commands and the control API, joined for real', () => {
         {
           id: A_STRING,
           character: 'Narrator',
-          voice_id: VOICE,
+          voice_id: NARRATOR_VOICE,
           text: 'The torch gutters. It goes out.',
           status: 'played',
           played_ms: A_NUMBER,
@@ -434,10 +552,11 @@ describe('slash commands and the control API, joined for real', () => {
       ]);
       expect(speech(server.received(server.ssrcOf(GUILD))).length).toBeGreaterThan(30);
 
-      const typo = await post(`/discord/guilds/${GUILD}/say`, { text: '[Goblin] Halt!' });
+      const typo = await post(`/discord/guilds/${GUILD}/say`, { text: '[Gobbo] Halt!' });
       expect(typo.status).toBe(400);
-      expect(typo.json['error']).toMatch(/Goblin/);
-      expect(typo.json['characters']).toEqual(['Narrator']);
+      expect(typo.json['error']).toMatch(/Gobbo/);
+      expect(typo.json['characters']).toEqual(Object.keys(discord.settings.narration.cast));
+      expect(typo.json['characters']).toContain('Narrator');
       expect((await post(`/discord/guilds/${GUILD}/say`, { text: '' })).status).toBe(400);
 
       const queued = await post(`/discord/guilds/${GUILD}/say`, {

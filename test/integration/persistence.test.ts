@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { BUILT_IN_VOICE_IDS } from '../../src/service/voices/builtin.js';
 import { VoiceStore } from '../../src/service/voices/store.js';
 import { KEYS, startTestApp } from '../helpers/app.js';
 import { espeakSpeech, wavFile } from '../../testkit/audio.js';
@@ -87,7 +88,7 @@ describe('voice store persistence', () => {
           await fetch(`${second.api}/v2/voices?page_size=100`, { headers: { 'xi-api-key': KEYS.main } })
         ).json()) as { voices: Array<{ voice_id: string }> };
         expect(list.voices.map((v) => v.voice_id).sort()).toEqual(
-          [added.voice_id, 'voxbridge-default'].sort(),
+          [added.voice_id, ...BUILT_IN_VOICE_IDS].sort(),
         );
       } finally {
         await second.close();

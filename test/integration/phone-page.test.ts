@@ -6,6 +6,7 @@
  */
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtInVoices } from '../../src/service/voices/builtin.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 import { SseReader } from '../../testkit/sse.js';
@@ -124,11 +125,9 @@ describe('the browser phone page', () => {
     const voices = (await (await fetch(`${guarded.url}/phone/voices`, { headers: auth })).json()) as {
       voices: Array<Record<string, string>>;
     };
-    expect(voices.voices).toContainEqual({
-      voice_id: 'voxbridge-default',
-      name: 'Vox (built-in)',
-      category: 'premade',
-    });
+    // Everything the speech service lists, the built-in cast included: the page's voice picker.
+    for (const v of builtInVoices())
+      expect(voices.voices).toContainEqual({ voice_id: v.voice_id, name: v.name, category: 'premade' });
     const flows = (await (await fetch(`${guarded.url}/phone/flows`, { headers: auth })).json()) as {
       default_flow: string;
       flows: Record<string, { start: string; nodes: Array<{ name: string; type: string; next: string[] }> }>;

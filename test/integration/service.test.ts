@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
+import { BUILT_IN_VOICE_ID, BUILT_IN_VOICE_IDS } from '../../src/service/voices/builtin.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
 import { espeakSpeech, probeWithFfmpeg, wavFile } from '../../testkit/audio.js';
 
@@ -351,8 +351,13 @@ describe('voices', () => {
     ).json()) as {
       voices: Array<{ voice_id: string; name: string; category: string; labels: Record<string, string> }>;
     };
-    expect(list.voices.map((v) => v.voice_id)).toEqual([added.voice_id]);
-    expect(list.voices[0]).toMatchObject({ name: 'Deep', category: 'cloned', labels: { accent: 'test' } });
+    // The key's own voice named Deep, and the built-in deep voice (its description says so).
+    expect(list.voices.map((v) => v.voice_id).sort()).toEqual([added.voice_id, 'voxbridge-deep'].sort());
+    expect(list.voices.find((v) => v.voice_id === added.voice_id)).toMatchObject({
+      name: 'Deep',
+      category: 'cloned',
+      labels: { accent: 'test' },
+    });
 
     const { analyzeSpeech } = await import('../../src/service/voices/analyze.js');
     const f0 = async (voice: string): Promise<number> => {
@@ -377,7 +382,7 @@ describe('voices', () => {
     ).json()) as {
       voices: Array<{ voice_id: string }>;
     };
-    expect(otherList.voices.map((v) => v.voice_id)).toEqual([BUILT_IN_VOICE_ID]);
+    expect(otherList.voices.map((v) => v.voice_id).sort()).toEqual([...BUILT_IN_VOICE_IDS].sort());
   });
 
   it('pages through the list with next_page_token', async () => {
