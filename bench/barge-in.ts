@@ -7,7 +7,7 @@
 import WebSocket from 'ws';
 import { encodeMulaw } from '../src/audio/g711.js';
 import { bytesToInt16 } from '../src/audio/pcm.js';
-import { Resampler } from '../src/audio/resampler.js';
+import { resampleWhole } from '../src/audio/resampler.js';
 import type { App } from '../src/app/app.js';
 import { startBenchApp } from './app.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
@@ -32,13 +32,7 @@ const CALLER_LINES = [
 export async function callerSpeech(app: App, text: string, seed: number): Promise<Uint8Array> {
   const pcm = (await app.client.synthesize({ voiceId: BUILT_IN_VOICE_ID, text, outputFormat: 'pcm_24000' }))
     .audio;
-  const r = new Resampler({ inputRate: 24_000, outputRate: 8000 });
-  const input = bytesToInt16(pcm.slice());
-  const a = r.push(input);
-  const b = r.flush();
-  const speech = new Int16Array(a.length + b.length);
-  speech.set(a);
-  speech.set(b, a.length);
+  const speech = resampleWhole(bytesToInt16(pcm.slice()), 24_000, 8000);
   let x = seed;
   for (let i = 0; i < speech.length; i++) {
     x = (x * 1103515245 + 12345) & 0x7fffffff;

@@ -16,6 +16,7 @@
  * connection, or a 200 whose body is not JSON. A wrong key's 401 quotes the key back, as some servers
  * do, so tests can check the client scrubs it.
  */
+import { sendJson } from '../src/http/http.js';
 import { once } from 'node:events';
 import {
   createServer,
@@ -152,21 +153,6 @@ export function fakeTranscript(
     });
   });
   return { language_code: languageCode, language_probability: 0.98, text, words };
-}
-
-function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
-  res.end(text);
 }
 
 function sendError(

@@ -5,7 +5,7 @@
  * DTMF digits, clicks, pops, silence). Shared by the VAD tests, its benchmark and the call tests.
  */
 import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
-import { Resampler } from '../src/audio/resampler.js';
+import { resampleWhole } from '../src/audio/resampler.js';
 import { espeakSpeech } from './audio.js';
 import { seeded } from './random.js';
 
@@ -35,16 +35,6 @@ export const VOICES: readonly TestVoice[] = [
 const ENGINE_RATE = 22_050;
 /** A sample counts as speech from here on when finding the true onset. */
 const ONSET_LEVEL = 300;
-
-export function resample(x: Int16Array, from: number, to: number): Int16Array {
-  const r = new Resampler({ inputRate: from, outputRate: to });
-  const a = r.push(x);
-  const b = r.flush();
-  const out = new Int16Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
 
 export interface TestUtterance {
   /** 1 s of line noise, the utterance in the same noise, 1 s of noise. */
@@ -97,7 +87,11 @@ export async function noisyUtterance(
   seed: number,
   options: NoiseOptions = {},
 ): Promise<TestUtterance> {
-  const speech = resample(await espeakSpeech(text, voice[0], voice[1], voice[2]), ENGINE_RATE, sampleRate);
+  const speech = resampleWhole(
+    await espeakSpeech(text, voice[0], voice[1], voice[2]),
+    ENGINE_RATE,
+    sampleRate,
+  );
   let onset = 0;
   while (onset < speech.length && Math.abs(speech[onset]!) < ONSET_LEVEL) onset++;
   let end = speech.length;

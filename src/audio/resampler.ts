@@ -313,3 +313,14 @@ export class Resampler {
     return n;
   }
 }
+
+/** A whole signal resampled at once (pushed and flushed): for audio that is all there, not a stream. */
+export function resampleWhole(input: Int16Array, inputRate: number, outputRate: number): Int16Array {
+  const r = new Resampler({ inputRate, outputRate });
+  const head = r.push(input);
+  const tail = r.flush();
+  const out = new Int16Array(head.length + tail.length);
+  out.set(head);
+  out.set(tail, head.length);
+  return out;
+}

@@ -3,7 +3,7 @@
  * everything from a turn's first onset (less a pre-roll) to its end, bounded. Given the caller's audio
  * as it arrives (any rate, with its inbound time), it answers a turn's audio at 16 kHz.
  */
-import { Resampler } from '../audio/resampler.js';
+import { resampleWhole } from '../audio/resampler.js';
 
 /** Speech-to-text takes this rate. */
 export const TURN_SAMPLE_RATE = 16_000;
@@ -81,13 +81,6 @@ export class TurnRecorder {
       joined.set(p, at);
       at += p.length;
     }
-    if (this.rate === TURN_SAMPLE_RATE) return joined;
-    const resampler = new Resampler({ inputRate: this.rate, outputRate: TURN_SAMPLE_RATE });
-    const out = resampler.push(joined);
-    const tail = resampler.flush();
-    const all = new Int16Array(out.length + tail.length);
-    all.set(out);
-    all.set(tail, out.length);
-    return all;
+    return this.rate === TURN_SAMPLE_RATE ? joined : resampleWhole(joined, this.rate, TURN_SAMPLE_RATE);
   }
 }

@@ -329,7 +329,7 @@ describe('the default flow after a barge-in (Twilio)', () => {
     await g.until(() => flowApp.app.calls.get(g.callSid) !== undefined, 5000, 'the call');
     const sse = new SseReader(`${flowApp.url}/calls/${g.callSid}/events`);
     await g.until(() => g.playout.playedMs > 1000, 10_000, 'the greeting to be heard');
-    await sendLive(g, speech);
+    await g.sendLive(speech);
     await sse.until((e) => e.some((x) => x.event === 'barge-in'), 5000);
     const greeting = (await (async () => {
       await sse.until((e) => e.some((x) => x.event === 'utterance.finished'));
@@ -451,14 +451,6 @@ describe('MEDIA_STREAM_TOKEN and CONTROL_TOKEN', () => {
 });
 
 /** Caller audio at real time, one 20 ms message every 20 ms, as a live call streams it. */
-async function sendLive(g: FakeTwilio, mulaw: Uint8Array): Promise<void> {
-  const start = performance.now();
-  for (let o = 0, k = 0; o < mulaw.length; o += 160, k++) {
-    g.sendAudio(mulaw.subarray(o, o + 160));
-    const due = start + (k + 1) * 20;
-    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
-  }
-}
 
 describe('barge-in on the caller voice (Twilio)', () => {
   let voiceApp: TestApp;
@@ -498,11 +490,11 @@ describe('barge-in on the caller voice (Twilio)', () => {
       body: JSON.stringify({ text: reply }),
     });
     await g.until(() => g.playout.playedMs > 800, 10_000, 'the reply to be heard');
-    await sendLive(g, cough);
+    await g.sendLive(cough);
     await new Promise((r) => setTimeout(r, 300));
     expect(g.received.some((r) => r.event === 'clear')).toBe(false);
     const onsetAt = g.inboundTimestampMs;
-    void sendLive(g, speech);
+    void g.sendLive(speech);
     await g.until(() => g.received.some((r) => r.event === 'clear'), 5000, 'the clear');
     const clearIndex = g.received.findIndex((r) => r.event === 'clear');
     const result = (await (await pending).json()) as Record<string, unknown>;

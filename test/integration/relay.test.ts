@@ -10,19 +10,8 @@ import { SseReader } from '../../testkit/sse.js';
 import { noisyUtterance, VOICES } from '../../testkit/vad-audio.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { RelayApp, until } from '../helpers/relay-app.js';
-import type { FakeGateway } from '../helpers/gateways/fake-gateway.js';
 import { FakeTelnyx } from '../helpers/gateways/telnyx.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
-
-/** Caller audio at real time, 20 ms per media message. */
-async function sendLive(g: FakeGateway, mulaw: Uint8Array): Promise<void> {
-  const start = performance.now();
-  for (let o = 0, k = 0; o < mulaw.length; o += 160, k++) {
-    g.sendAudio(mulaw.subarray(o, o + 160));
-    const due = start + (k + 1) * 20;
-    await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
-  }
-}
 
 let relayApp: RelayApp;
 let stt: FakeStt;
@@ -117,7 +106,7 @@ describe('a call handed to a relay app', () => {
     g.startCallerAudio();
     const before = stt.requests.length;
     g.stopCallerAudio();
-    await sendLive(g, question.mulaw);
+    await g.sendLive(question.mulaw);
     g.startCallerAudio();
     const session = relayApp.latest();
     await until(() => session.received.some((m) => m.type === 'prompt'), 10_000, 'the prompt');
@@ -154,7 +143,7 @@ describe('a call handed to a relay app', () => {
       'Our opening hours are from nine in the morning until six in the evening on weekdays, and from ten until four on Saturdays, and we are closed on Sundays and public holidays.';
     void relayApp.answer(session.socket, long);
     await until(() => g.playout.playedMs > 1500 + 2000, 15_000, 'the answer to be heard a while');
-    await sendLive(g, question.mulaw);
+    await g.sendLive(question.mulaw);
     await until(() => session.received.some((m) => m.type === 'interrupt'), 10_000, 'the interrupt');
     const interrupt = session.received.find((m) => m.type === 'interrupt')!;
     await sse.until((e) => e.some((x) => x.event === 'barge-in'), 5000);
@@ -290,7 +279,7 @@ describe('the relay on Telnyx', () => {
       voxbridge: { gateway: 'telnyx', prompts: true },
     });
     await sse.until((e) => e.some((x) => x.event === 'utterance.finished'), 15_000); // the welcome
-    await sendLive(g, question.mulaw);
+    await g.sendLive(question.mulaw);
     await until(() => session.received.some((m) => m.type === 'prompt'), 10_000, 'the prompt');
     expect(session.received.find((m) => m.type === 'prompt')).toMatchObject({
       voicePrompt: 'What time do you open tomorrow?',

@@ -119,6 +119,18 @@ export abstract class FakeGateway {
     }
   }
 
+  /** Caller audio in the inbound codec at real time: one media message per message interval. */
+  async sendLive(bytes: Uint8Array): Promise<void> {
+    const { inboundChunkBytes, inboundBytesPerMs } = this.audio;
+    const intervalMs = inboundChunkBytes / inboundBytesPerMs;
+    const start = performance.now();
+    for (let o = 0, k = 0; o < bytes.length; o += inboundChunkBytes, k++) {
+      this.sendAudio(bytes.subarray(o, o + inboundChunkBytes));
+      const due = start + (k + 1) * intervalMs;
+      await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+    }
+  }
+
   /** Silence from the caller, one media message per message interval, as a live call streams it. */
   startCallerAudio(): void {
     const { inboundChunkBytes, inboundBytesPerMs, inboundSilence } = this.audio;
