@@ -84,10 +84,6 @@ export class VadWorkerPool implements SileroRunner {
     for (let i = 0; i < Math.max(1, count); i++) this.slots.push(this.spawn());
   }
 
-  get workerCount(): number {
-    return this.slots.length;
-  }
-
   /** Windows sent or queued and not answered yet, over all workers. */
   get queueDepth(): number {
     let depth = 0;

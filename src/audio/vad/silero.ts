@@ -44,7 +44,6 @@ export interface SileroRunner {
   readonly runtime: string;
   /** One window with its context; the speech probability and the next state. */
   run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult>;
-  close(): Promise<void>;
 }
 
 export interface SileroResult {
@@ -118,11 +117,6 @@ export class SileroSession implements SileroRunner {
     this.chain = next.catch(() => undefined);
     return next;
   }
-
-  async close(): Promise<void> {
-    await this.chain;
-    await this.session.release();
-  }
 }
 
 /** Silero for every call of a process: hands each call a `SileroStream`, runs windows on its runner. */
@@ -162,12 +156,6 @@ export class SileroModel {
   /** @internal one window with its context; returns the speech probability and the next state. */
   run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult> {
     return this.runner.run(input, state, sampleRate);
-  }
-
-  /** Stops its runner (a worker pool's threads); the shared in-thread model is never closed. */
-  async close(): Promise<void> {
-    if (SileroModel.shared && this === (await SileroModel.shared.catch(() => undefined))) return;
-    await this.runner.close();
   }
 }
 
