@@ -202,7 +202,7 @@ describe('client ↔ local service', () => {
       expect(closes).toHaveLength(1);
       const closeMs = closes[0]! - abortedAt;
       console.log(`abort → server saw the socket close after ${closeMs.toFixed(2)} ms`);
-      expect(closeMs).toBeLessThan(20);
+      expect(closeMs).toBeLessThan(250); // sanity bound: a hang would be seconds
       // The service saw its response cut short (and so stopped synthesising: see service.test.ts).
       while (t.app.service!.requestStats.disconnected === disconnectedBefore && performance.now() < deadline)
         await new Promise((r) => setTimeout(r, 2));

@@ -139,7 +139,7 @@ describe('SpeechClient.stream', () => {
     const closedAtMs = await closed;
     const measured = closedAtMs - t0;
     console.log(`abort → server socket close: ${measured.toFixed(2)} ms`);
-    expect(measured).toBeLessThan(20);
+    expect(measured).toBeLessThan(250); // "at once": a hang would be seconds; CI machines stall
     const error = await pending;
     expect(error).toBe(controller.signal.reason);
     expect((error as Error).name).toBe('AbortError');
@@ -156,7 +156,7 @@ describe('SpeechClient.stream', () => {
     controller.abort(reason);
     const measured = (await closed) - t0;
     console.log(`abort (idle consumer) → server socket close: ${measured.toFixed(2)} ms`);
-    expect(measured).toBeLessThan(20);
+    expect(measured).toBeLessThan(250); // "at once": a hang would be seconds; CI machines stall
     await expect(collect(stream)).rejects.toBe(reason);
   });
 
@@ -172,7 +172,7 @@ describe('SpeechClient.stream', () => {
     }
     const measured = (await closed) - t0;
     console.log(`break → server socket close: ${measured.toFixed(2)} ms`);
-    expect(measured).toBeLessThan(20);
+    expect(measured).toBeLessThan(250); // "at once": a hang would be seconds; CI machines stall
   });
 
   it('return() on an iterator that was never pulled still frees the connection', async () => {
