@@ -3,6 +3,7 @@
  * usual acoustic correlate of timbral brightness) of its speech. Tests use it, next to the median F0
  * of `analyzeSpeech` (src/service/voices/analyze.ts), to tell voices apart.
  */
+import { fft } from '../src/audio/fft.js';
 
 /** Frames at least this long (a power of two in samples): several periods of the lowest voice. */
 const MIN_FRAME_SECONDS = 0.04;
@@ -12,38 +13,6 @@ const MIN_FRAME_SECONDS = 0.04;
  */
 const ACTIVITY_RANGE_DB = 30;
 const LOUD_PERCENTILE = 0.95;
-
-/** In-place iterative radix-2 FFT of a power-of-two length. */
-function fft(re: Float64Array, im: Float64Array): void {
-  const n = re.length;
-  for (let i = 1, j = 0; i < n; i++) {
-    let bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) {
-      [re[i], re[j]] = [re[j]!, re[i]!];
-      [im[i], im[j]] = [im[j]!, im[i]!];
-    }
-  }
-  for (let size = 2; size <= n; size <<= 1) {
-    const half = size >> 1;
-    const step = (-2 * Math.PI) / size;
-    for (let k = 0; k < half; k++) {
-      const wr = Math.cos(step * k);
-      const wi = Math.sin(step * k);
-      for (let start = 0; start < n; start += size) {
-        const a = start + k;
-        const b = a + half;
-        const tr = re[b]! * wr - im[b]! * wi;
-        const ti = re[b]! * wi + im[b]! * wr;
-        re[b] = re[a]! - tr;
-        im[b] = im[a]! - ti;
-        re[a] = re[a]! + tr;
-        im[a] = im[a]! + ti;
-      }
-    }
-  }
-}
 
 export interface CentroidOptions {
   /** Bins above this are left out, so that recordings at different rates compare (default: Nyquist). */

@@ -5,8 +5,11 @@
  */
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
+import { MAX_ECHO_DELAY_MS } from '../../src/audio/vad/index.js';
+import type { Clock } from '../../src/speaker/clock.js';
 import type { InterruptResult } from '../../src/speaker/speaker.js';
 import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
+import { EchoReference } from './echo-reference.js';
 
 /**
  * Caller audio waiting for the VAD before newer audio is skipped: a memory bound only (in audio, not in
@@ -27,6 +30,17 @@ export interface Playout {
   writtenMs(): number;
 }
 
+/** The sink's played audio, for the detector's echo reference (the phone sink emits it). */
+export interface PlayedAudio {
+  readonly format: WireFormat;
+  readonly clock: Clock;
+  on(event: 'frame', listener: (frame: { payload: Uint8Array; playAtMs: number }) => void): unknown;
+  on(event: 'cleared', listener: (clear: { atMs: number }) => void): unknown;
+}
+
+/** The reference is worth sending while the bot played this recently (ms): any echo of it may remain. */
+const ECHO_REACH_MS = MAX_ECHO_DELAY_MS + 300;
+
 export interface BargeIn {
   /** The utterance cut, if the speaker knew it. */
   utteranceId: string | undefined;
@@ -43,6 +57,8 @@ export interface BargeInChainOptions {
   inbound: WireFormat;
   speaker: Interruptible;
   sink: Playout;
+  /** What the sink played, for a detector that tells the caller from the bot's echo. */
+  played?: PlayedAudio | undefined;
   /** An onset that interrupted something. */
   onBargeIn: (bargeIn: BargeIn) => void;
   /** Every onset, interrupting or not (a relay's turn recording starts there). */
@@ -59,8 +75,17 @@ export class BargeInChain {
   private backlog = 0;
   private chain: Promise<void> = Promise.resolve();
   private closed = false;
+  private readonly reference: EchoReference | undefined;
 
-  constructor(private readonly options: BargeInChainOptions) {}
+  constructor(private readonly options: BargeInChainOptions) {
+    const { played, detector } = options;
+    if (played && detector.referenceRate !== undefined) {
+      const reference = new EchoReference(played.format, detector.referenceRate, played.clock);
+      played.on('frame', ({ payload, playAtMs }) => reference.onFrame(payload, playAtMs));
+      played.on('cleared', ({ atMs }) => reference.onClear(atMs));
+      this.reference = reference;
+    }
+  }
 
   /** Samples waiting for the VAD, for tests and diagnostics. */
   get backlogSamples(): number {
@@ -82,10 +107,11 @@ export class BargeInChain {
     if (this.backlog + samples.length > (MAX_VAD_BACKLOG_MS * rate) / 1000) return false;
     this.backlog += samples.length;
     const botAudible = sink.playedMs() < sink.writtenMs();
+    const reference = this.referenceFor(samples.length, rate, atMs);
     this.chain = this.chain
       .then(async () => {
         if (this.closed) return;
-        const onset = await detector.push(samples, { timestampMs: atMs, botAudible });
+        const onset = await detector.push(samples, { timestampMs: atMs, botAudible, reference });
         if (onset && !this.closed) {
           this.options.onOnset?.(onset.onsetMs);
           this.interrupt(onset.onsetMs, atMs);
@@ -99,7 +125,22 @@ export class BargeInChain {
   /** The call ended: audio still queued is not looked at, and the detector forgets the call. */
   close(): void {
     this.closed = true;
-    this.options.detector.reset();
+    const { detector } = this.options;
+    if (detector.close) detector.close();
+    else detector.reset();
+  }
+
+  /**
+   * The bot's played audio for this chunk of the caller's, read now (the ring only holds seconds) at
+   * the detector's rate; none while the bot has been quiet for longer than an echo lasts.
+   */
+  private referenceFor(n: number, rate: number, atMs: number): Int16Array | undefined {
+    const reference = this.reference;
+    if (!reference) return undefined;
+    const durationMs = (n / rate) * 1000;
+    const fromMs = reference.arrived(atMs + durationMs, durationMs);
+    if (!reference.playedWithin(fromMs, ECHO_REACH_MS)) return undefined;
+    return reference.read(fromMs, Math.round((n * reference.sampleRate) / rate));
   }
 
   private interrupt(onsetMs: number, detectedMs: number): void {

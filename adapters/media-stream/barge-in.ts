@@ -10,6 +10,8 @@ import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 export interface BargeInSettings {
   minSpeechMs: number;
   minSpeechWhileAudibleMs: number;
+  /** Tell the caller from the bot's echo, with the bot's played audio as the reference. */
+  echo?: boolean | undefined;
   /** Silence that ends a caller's turn (a relay's prompts), ms. */
   endOfTurnMs?: number | undefined;
 }
@@ -24,21 +26,42 @@ export function bargeInDetectors(
   return (inbound, hooks) => {
     const direct = MODEL_RATES.has(inbound.sampleRate);
     const sampleRate = direct ? (inbound.sampleRate as VadSampleRate) : FALLBACK_RATE;
-    const { endOfTurnMs, ...rest } = settings;
+    const { endOfTurnMs, echo, ...rest } = settings;
     const detector = new SpeechOnsetDetector(model, {
       sampleRate,
       ...rest,
+      echo: echo === true,
       ...(endOfTurnMs === undefined ? {} : { endOfTurnMs }),
       onTurnEnd: hooks?.onTurnEnd,
     });
-    if (direct) return detector;
+    const referenceRate = echo === true ? sampleRate : undefined;
+    if (direct)
+      return {
+        referenceRate,
+        push: (samples, info) => detector.push(samples, info),
+        reset: () => detector.reset(),
+        close: () => detector.close(),
+      };
     const resampler = new Resampler({ inputRate: inbound.sampleRate, outputRate: FALLBACK_RATE });
     return {
-      push: (samples, info) => detector.push(resampler.push(samples), info),
+      referenceRate,
+      push: (samples, info) => {
+        const resampled = resampler.push(samples);
+        return detector.push(resampled, { ...info, reference: fitted(info.reference, resampled.length) });
+      },
       reset: () => {
         resampler.reset();
         detector.reset();
       },
+      close: () => detector.close(),
     };
   };
+}
+
+/** The reference cut or padded to `n` samples: the resampler's output length varies by a sample. */
+function fitted(reference: Int16Array | undefined, n: number): Int16Array | undefined {
+  if (!reference || reference.length === n) return reference;
+  const out = new Int16Array(n);
+  out.set(reference.subarray(0, n));
+  return out;
 }

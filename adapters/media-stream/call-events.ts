@@ -26,6 +26,14 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       playedMs: number;
       heardText: string;
     }
+  | {
+      /** A false barge-in taken back: the cut utterance goes on as a new one, from `fromText`. */
+      type: 'barge-in.resumed';
+      utteranceId: string;
+      resumedUtteranceId: string;
+      /** The rest of its text, from the first word the caller did not hear whole. */
+      fromText: string;
+    }
   | { type: 'dtmf'; digit: string }
   | { type: 'flow'; event: FlowEvent }
   | { type: 'call.ended'; reason: string; handoffData?: string }
@@ -72,6 +80,13 @@ export function toWire(event: CallEvent): Record<string, unknown> {
         detected_ms: event.detectedMs,
         played_ms: event.playedMs,
         heard_text: event.heardText,
+      };
+    case 'barge-in.resumed':
+      return {
+        ...head,
+        utterance_id: event.utteranceId,
+        resumed_utterance_id: event.resumedUtteranceId,
+        from_text: event.fromText,
       };
     case 'dtmf':
       return { ...head, digit: event.digit };

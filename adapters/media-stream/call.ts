@@ -28,6 +28,7 @@ import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import { CallRelay, type CallRelays } from './call-relay.js';
 import { CLOSE } from './close-codes.js';
 import { EventLog } from './event-log.js';
+import { FalseBargeIn, type FalseBargeInSettings } from './false-barge-in.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
 import { postEvent, type PostJson } from './webhooks.js';
 import { checkIds, limitParameters } from '../../src/protocols/parameters.js';
@@ -45,6 +46,8 @@ export interface CallSettings {
   leadMs: number;
   markIntervalMs: number;
   bargeIn: boolean;
+  /** Taking back a false barge-in (`calls.bargeIn.resume`); unset: off. */
+  bargeInResume?: FalseBargeInSettings | undefined;
   /** The flow run when the call's parameters name none; undefined: none. */
   defaultFlow: string | undefined;
   flows: Readonly<Record<string, Flow>>;
@@ -96,6 +99,8 @@ export type CallState =
       speaker: Speaker;
       /** Barge-in on the caller's voice; none when barge-in is off or there is no VAD. */
       bargeIn: BargeInChain | undefined;
+      /** Whether a barge-in was false, when barge-in and its taking back are on. */
+      falseBargeIn: FalseBargeIn | undefined;
       flow: CallFlow | undefined;
     }
   | { status: 'ended'; reason: string; flow: CallFlow | undefined };
@@ -113,8 +118,8 @@ export interface CallEvents {
  * One phone call on one gateway connection: parses what the gateway sends, speaks through a `Speaker`
  * into a `PhoneSink`, and reports everything as call events. This class is the protocol dispatch and
  * the lifecycle; its other jobs are modules of their own: barge-in on the caller's voice
- * (`BargeInChain`), the IVR flow and its keys (`CallFlow`), the event history (`EventLog`), webhooks
- * (`postEvent`).
+ * (`BargeInChain`) and taking back a false one (`FalseBargeIn`), the IVR flow and its keys
+ * (`CallFlow`), the event history (`EventLog`), webhooks (`postEvent`).
  */
 export class Call extends EventEmitter<CallEvents> {
   /** Ours until the gateway's start message names the call; then the gateway's call id. */
@@ -181,6 +186,7 @@ export class Call extends EventEmitter<CallEvents> {
       old.sink.close();
       old.bargeIn?.close();
       void old.speaker.close();
+      old.falseBargeIn?.close();
     }
     this.emit('stateChange', old, next);
   }
@@ -308,16 +314,33 @@ export class Call extends EventEmitter<CallEvents> {
     speaker.on('utteranceEnd', ({ id, result }) =>
       this.emitEvent({ type: 'utterance.finished', utteranceId: id, result: publicResult(result) }),
     );
+    const falseBargeIn =
+      settings.bargeIn && settings.bargeInResume?.enabled && this.options.detector
+        ? new FalseBargeIn({
+            speaker,
+            settings: settings.bargeInResume,
+            clock,
+            say: (text, o) => this.say(text, o),
+            canResume: () => this.#relay === undefined,
+            onResumed: (r) => this.emitEvent({ type: 'barge-in.resumed', ...r }),
+          })
+        : undefined;
     const detector = settings.bargeIn
-      ? this.options.detector?.(stream.inbound, { onTurnEnd: (turn) => this.#relay?.turnEnd(turn) })
+      ? this.options.detector?.(stream.inbound, {
+          onTurnEnd: (turn) => {
+            this.#relay?.turnEnd(turn);
+            falseBargeIn?.turnEnded(turn);
+          },
+        })
       : undefined;
     const bargeIn =
       detector &&
       new BargeInChain({
         detector,
         inbound: stream.inbound,
-        speaker,
+        speaker: falseBargeIn ?? speaker,
         sink,
+        played: sink,
         onBargeIn: (b) => {
           this.emitEvent({ type: 'barge-in', ...b });
           this.#relay?.bargeIn(b);
@@ -342,7 +365,7 @@ export class Call extends EventEmitter<CallEvents> {
         post: this.options.post,
         log: this.log,
       });
-    this.setState({ status: 'active', stream, sink, speaker, bargeIn, flow });
+    this.setState({ status: 'active', stream, sink, speaker, bargeIn, falseBargeIn, flow });
     this.emitEvent({
       type: 'call.started',
       gateway: this.gateway,
@@ -357,12 +380,21 @@ export class Call extends EventEmitter<CallEvents> {
     text: string,
     o: { voiceId?: string; interruptible: boolean },
   ): Promise<FlowSayResult> {
-    const handle = this.say(text, {
+    let handle = this.say(text, {
       interruptible: o.interruptible,
       voiceId: o.voiceId,
     });
-    const result = await handle.result;
-    return { status: result.status };
+    // A prompt cut by a false barge-in goes on as its resumed rest: the flow sees how that ended.
+    for (;;) {
+      const result = await handle.result;
+      const state = this.#state;
+      const decided =
+        result.status === 'interrupted' && state.status === 'active'
+          ? await state.falseBargeIn?.decisionFor(handle.id)
+          : undefined;
+      if (decided?.status !== 'resumed') return { status: result.status };
+      handle = decided.handle;
+    }
   }
 
   /** Speaks on this call (flows and the control API). Throws unless the call is active. */
@@ -370,6 +402,9 @@ export class Call extends EventEmitter<CallEvents> {
     const state = this.#state;
     if (state.status !== 'active') throw new CallNotActiveError(this.id, state.status);
     const handle = state.speaker.say(text, options);
+    if (typeof text === 'string') state.falseBargeIn?.track(handle.id, text, options);
+    // Speech that must be heard now: a barge-in being judged counts.
+    if (options.priority === 'now') state.falseBargeIn?.real('priority');
     // A streamed text is not known yet: its `utterance.finished` says what was heard.
     this.emitEvent({
       type: 'utterance.started',
@@ -383,7 +418,9 @@ export class Call extends EventEmitter<CallEvents> {
   interrupt(): { interrupted: boolean; playedMs: number; heardText: string } {
     const state = this.#state;
     if (state.status !== 'active') return { interrupted: false, playedMs: 0, heardText: '' };
-    return state.speaker.interrupt();
+    const result = state.speaker.interrupt();
+    state.falseBargeIn?.real('interrupt');
+    return result;
   }
 
   /**
@@ -426,10 +463,11 @@ export class Call extends EventEmitter<CallEvents> {
       this.#relay.dtmf(digit);
       return;
     }
-    if (!state.flow) return;
     // A key press answers the flow's prompt: the prompt stops, as it would for the caller's voice.
-    state.speaker.interrupt();
-    state.flow.pushDigit(digit);
+    if (state.flow) state.speaker.interrupt();
+    // A key is the caller acting, never a cough: a barge-in being judged counts.
+    state.falseBargeIn?.real('dtmf');
+    state.flow?.pushDigit(digit);
   }
 
   /** Runs relay `name` on this call (a flow's relay node) until the app ends it or its socket closes. */
@@ -467,6 +505,7 @@ export class Call extends EventEmitter<CallEvents> {
       },
     });
     this.#relay = relay;
+    state.falseBargeIn?.real('relay');
     this.emitEvent({ type: 'relay', relay: name, sessionId: relay.sessionId, status: 'started' });
     try {
       const outcome = await relay.run(signal);

@@ -12,9 +12,21 @@ export interface OnsetDetector {
    */
   push(
     samples: Int16Array,
-    info: { timestampMs: number; botAudible: boolean },
+    info: {
+      timestampMs: number;
+      botAudible: boolean;
+      /**
+       * The bot's audio as played for the same span, at `sampleRate` (echo-aware detection): about
+       * `samples.length` × sampleRate ÷ the inbound rate samples; absent while the bot is quiet.
+       */
+      reference?: Int16Array | undefined;
+    },
   ): Promise<{ onsetMs: number } | undefined>;
   reset(): void;
+  /** The call is over (frees what the detector holds elsewhere, e.g. in a VAD worker). */
+  close?(): void;
+  /** The rate the detector works at, and wants its reference at; undefined: it takes no reference. */
+  readonly referenceRate?: number | undefined;
 }
 
 /** What the call asks of its detector besides onsets: the end of each of the caller's turns. */

@@ -38,6 +38,10 @@ export type PlayoutOutcome = 'played' | 'cleared' | 'unknown';
 export interface PhoneSinkEvents {
   /** One of our marks, resolved: the normalised playout event of every gateway. */
   playout: [{ name: string; positionMs: number; outcome: PlayoutOutcome }];
+  /** A frame written, and the clock time it plays from (the playout clock's estimate): echo's reference. */
+  frame: [{ payload: Uint8Array; playAtMs: number }];
+  /** What was written and not played was dropped at this clock time. */
+  cleared: [{ atMs: number }];
 }
 
 interface PendingMark {
@@ -61,7 +65,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
   private readonly protocol: GatewayProtocol;
   private readonly stream: StreamInfo;
   private readonly transport: MediaTransport;
-  private readonly clock: Clock;
+  readonly clock: Clock;
   private readonly playout: PlayoutClock;
   private readonly markIntervalMs: number;
   private readonly maxInFlightBytes: number;
@@ -113,6 +117,11 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
       await this.waiters.wait();
     if (this.closed || frame.epoch < this.minEpoch) return;
     this.append(frame.payload);
+    if (this.listenerCount('frame') > 0) {
+      const now = this.clock.now();
+      const playAtMs = now + Math.max(0, this.playout.writtenMs() - this.playout.playedMs());
+      this.emit('frame', { payload: frame.payload, playAtMs });
+    }
     this.playout.onWrite(this.frameMs);
     this.sendComplete(false);
   }
@@ -129,6 +138,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     this.pendingBytes = 0;
     this.send(this.protocol.encodeClear(this.stream));
     this.playout.onClear();
+    this.emit('cleared', { atMs: this.clock.now() });
     this.sentMs = this.playout.writtenMs();
     this.lastMarkMs = this.sentMs;
     // Marks not yet returned will not be played: some gateways echo them on a clear (Twilio), some drop

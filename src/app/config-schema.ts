@@ -200,13 +200,32 @@ export const configSchema = z.strictObject({
     bargeIn: z.strictObject({
       enabled: z.boolean(),
       minSpeechMs: z.number().int().min(20).max(5000),
-      /** While the bot is audible its own echo must not barge in: longer speech is required. */
+      /**
+       * While the bot is audible and its echo cannot be told from the caller (echo off, or the echo
+       * path not found yet: the first second or two of the bot's speech), longer speech is required.
+       */
       minSpeechWhileAudibleMs: z.number().int().min(20).max(5000),
+      /**
+       * Echo-aware detection: the bot's played audio is the reference; each call's echo path (delay,
+       * loss) is tracked, and only what the echo does not explain can barge in, after `minSpeechMs`
+       * whether the bot is audible or not.
+       */
+      echo: z.boolean(),
       /**
        * Worker threads that run the voice-activity model, off the event loop: 'auto' one per core, 0
        * on the event loop itself (one process, few calls).
        */
       workers: z.union([z.literal('auto'), z.number().int().min(0).max(64)]),
+      /**
+       * A false barge-in taken back: when the caller's turn that cut the bot ends within `windowMs`
+       * with at most `maxSpeechMs` of speech (a cough, "uh-huh"), the cut utterance resumes from the
+       * first word not heard whole. The window must leave room for `stt.endOfTurnMs`.
+       */
+      resume: z.strictObject({
+        enabled: z.boolean(),
+        windowMs: z.number().int().min(300).max(10_000),
+        maxSpeechMs: z.number().int().min(50).max(5000),
+      }),
     }),
     /** The flow a call runs when its parameters name none; null: none (driven by the control API). */
     defaultFlow: z.string().nullable(),

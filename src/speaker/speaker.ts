@@ -69,7 +69,8 @@ export interface SpeakerEvents {
  * queue; segments of one utterance are requested one ahead (prefetch) so joins have no gap.
  *
  * Barge-in (`interrupt`) aborts the request, drops every queued frame, clears the sink and bumps the
- * epoch: no frame of the interrupted utterance reaches the sink afterwards.
+ * epoch: no frame of the interrupted utterance reaches the sink afterwards. `hold()` keeps the queue
+ * from starting its next utterance until `release()` (while a call judges whether a barge-in was real).
  */
 export class Speaker extends EventEmitter<SpeakerEvents> {
   private readonly queue: Utterance[] = [];
@@ -79,6 +80,8 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   private readonly draining = new Set<Utterance>();
   private epoch = 0;
   private running = false;
+  /** While the queue is held (`hold()`): the utterances queued when the hold began. */
+  private held: Set<Utterance> | undefined;
   private closed = false;
   private readonly clock: Clock;
   private readonly pacer: Pacer;
@@ -163,9 +166,38 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     return { interrupted: true, playedMs: last.playedMs, heardText: last.heardText };
   }
 
+  /**
+   * Holds the queue: nothing queued starts until `release()`; what speaks now goes on. A call holds it
+   * after a barge-in while it decides whether the barge-in was real (the caller talks) or false (a
+   * cough: the cut utterance resumes first). One holder at a time; holding again changes nothing.
+   */
+  hold(): void {
+    this.held ??= new Set(this.queue);
+  }
+
+  /** Whether the queue is held. */
+  get holding(): boolean {
+    return this.held !== undefined;
+  }
+
+  /**
+   * Ends the hold and lets the queue go on. With `drop`, the interruptible utterances that were queued
+   * when the hold began end as interrupted first, as the barge-in would have dropped them; those queued
+   * since (an app's answer to the barge-in) are kept.
+   */
+  release(options: { drop?: boolean } = {}): void {
+    const held = this.held;
+    if (!held) return;
+    this.held = undefined;
+    if (options.drop)
+      for (const u of held) if (u.state.status === 'queued' && u.interruptible) this.cancel(u);
+    this.pump();
+  }
+
   /** Interrupts everything and refuses new utterances. */
   async close(): Promise<void> {
     this.closed = true;
+    this.held = undefined;
     this.interrupt({ force: true });
     this.dropQueue(true);
     while (this.running) await new Promise((r) => setImmediate(r));
@@ -210,11 +242,12 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   }
 
   private pump(): void {
-    if (this.running) return;
+    if (this.running || this.held) return;
     this.running = true;
     void (async () => {
       try {
-        for (let u = this.queue.shift(); u; u = this.queue.shift()) {
+        // A hold stops the loop before the next utterance; `release()` starts it again.
+        for (let u = this.next(); u; u = this.next()) {
           if (u.state.status !== 'queued') continue;
           await this.speak(u);
         }
@@ -222,6 +255,10 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         this.running = false;
       }
     })();
+  }
+
+  private next(): Utterance | undefined {
+    return this.held ? undefined : this.queue.shift();
   }
 
   /** Produces and sends one utterance; returns when its last frame is written (it may still be playing). */

@@ -468,7 +468,8 @@ describe('barge-in on the caller voice (Twilio)', () => {
     );
     speech = encodeMulaw(u.samples);
     speechOnsetMs = u.onsetMs;
-    // 250 ms of speech: enough when the bot is silent, too short to count as more than echo while it talks.
+    // 250 ms of speech, in the bot's first second: before the echo estimator knows the line, the cautious
+    // rule (400 ms of speech) holds.
     const burst = new Int16Array(u.samples.length);
     const end = Math.round(((u.onsetMs + 250) / 1000) * 8000);
     burst.set(u.samples.subarray(0, end));
@@ -517,7 +518,9 @@ describe('barge-in on the caller voice (Twilio)', () => {
     // second word: "Sorry," alone is too short to count while the bot talks).
     expect(event.onset_ms).toBeGreaterThan(onsetAt + speechOnsetMs - 100);
     expect(event.onset_ms).toBeLessThan(onsetAt + speechOnsetMs + 800);
-    expect(event.detected_ms - event.onset_ms).toBeGreaterThan(380); // the bot was audible: 400 ms of speech
+    // The line carries no echo of the bot: once the echo estimator has heard the bot for a couple of
+    // seconds and found none, a short run of speech suffices while it talks.
+    expect(event.detected_ms - event.onset_ms).toBeLessThan(380);
     sse.close();
     await g.close();
   });

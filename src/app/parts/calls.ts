@@ -69,6 +69,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
       leadMs: config.calls.leadMs,
       markIntervalMs: config.calls.markIntervalMs,
       bargeIn: bargeIn.enabled,
+      bargeInResume: bargeIn.resume,
       defaultFlow: config.calls.defaultFlow ?? undefined,
       flows: config.flows,
       protocolOptions: Object.fromEntries(
@@ -95,6 +96,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
           detector: bargeInDetectors(vad, {
             minSpeechMs: bargeIn.minSpeechMs,
             minSpeechWhileAudibleMs: bargeIn.minSpeechWhileAudibleMs,
+            echo: bargeIn.echo,
             endOfTurnMs: options.relays.endOfTurnMs,
           }),
         }

@@ -13,15 +13,25 @@
  * much). The gate alone never starts a run of speech (tones and clicks open it); it only carries on one
  * that Silero began, or ends one.
  */
+import type { EchoVerdict } from './echo.js';
 import { EnergyGate } from './energy-gate.js';
-import type { SileroModel, SileroStream, VadSampleRate } from './silero.js';
+import type { EchoStream, SileroModel, SileroStream, VadSampleRate } from './silero.js';
 
 export interface DetectorOptions {
   sampleRate: VadSampleRate;
   /** Speech needed before it counts (ms). Default 160. */
   minSpeechMs?: number;
-  /** Speech needed while the bot is audible (ms): its echo must not barge in. Default 400. */
+  /**
+   * Speech needed while the bot is audible and its echo cannot be told apart (ms): no reference, or
+   * the echo path not found yet. Default 400.
+   */
   minSpeechWhileAudibleMs?: number;
+  /**
+   * Tell the caller from the bot's echo (echo.ts), with the reference each push carries: where the echo
+   * explains a window, it is not speech; where it does not, `minSpeechMs` suffices while the bot
+   * talks. Default false.
+   */
+  echo?: boolean;
   /** Silero probability at which a window is speech. Default 0.5. */
   threshold?: number;
   /** The clock (ms) that times each window's processing, to tell when it falls behind. Default `performance.now`. */
@@ -53,6 +63,11 @@ export interface PushInfo {
   timestampMs?: number;
   /** Whether the caller can hear the bot right now (from the playout clock, not from synthesis). */
   botAudible: boolean;
+  /**
+   * The bot's audio as played for the same span (same length, see echo.ts for its alignment), for a
+   * detector with `echo`; absent while the bot has been quiet longer than any echo lasts.
+   */
+  reference?: Int16Array | undefined;
 }
 
 export interface SpeechOnset {
@@ -73,6 +88,9 @@ export interface DetectorStats {
   skipped: number;
   /** Inferences that failed (a VAD worker died): their windows were judged by the gate alone. */
   failed: number;
+  /** Windows the echo estimator judged, and those it found to hold the bot's echo alone. */
+  echoWindows: number;
+  echoOnly: number;
 }
 
 /** A window under this probability ends a run of speech once enough of them follow. */
@@ -97,11 +115,19 @@ export const MAX_LAG_MS = 400;
 interface Window {
   samples: Int16Array;
   startMs: number;
+  /** The reference for the window, when the bot played within an echo's reach. */
+  reference: Int16Array | undefined;
+  /** Set once processed: the echo estimator found the bot's echo alone in it. */
+  echoOnly?: boolean;
 }
 
 export class SpeechOnsetDetector {
   readonly sampleRate: VadSampleRate;
   private readonly silero: SileroStream;
+  private readonly echo: EchoStream | undefined;
+  /** The reference of the samples in `partial`, and whether any of them had one. */
+  private readonly partialReference: Int16Array;
+  private partialHasReference = false;
   private readonly gate = new EnergyGate();
   private readonly windowSamples: number;
   private readonly windowMs: number;
@@ -131,7 +157,14 @@ export class SpeechOnsetDetector {
   /** Bumped by reset(): work queued before it is dropped. */
   private epoch = 0;
   private chain: Promise<unknown> = Promise.resolve();
-  private readonly counts: DetectorStats = { windows: 0, inferences: 0, skipped: 0, failed: 0 };
+  private readonly counts: DetectorStats = {
+    windows: 0,
+    inferences: 0,
+    skipped: 0,
+    failed: 0,
+    echoWindows: 0,
+    echoOnly: 0,
+  };
   private readonly onTurnEnd: ((turn: SpeechTurn) => void) | undefined;
   private readonly endOfTurnMs: number;
   /** Where the turn under way began (its first onset), while one is. */
@@ -152,6 +185,8 @@ export class SpeechOnsetDetector {
     this.threshold = options.threshold ?? 0.5;
     this.now = options.now ?? (() => performance.now());
     this.partial = new Int16Array(this.windowSamples);
+    this.partialReference = new Int16Array(this.windowSamples);
+    this.echo = options.echo ? model.echoStream(options.sampleRate) : undefined;
     this.onTurnEnd = options.onTurnEnd;
     this.endOfTurnMs = options.endOfTurnMs ?? 700;
   }
@@ -167,13 +202,25 @@ export class SpeechOnsetDetector {
     const windows: Window[] = [];
     let offset = 0;
     if (this.partialLength === 0) this.partialStartMs = startMs;
+    const reference = this.echo ? info.reference : undefined;
+    if (reference && reference.length !== samples.length)
+      throw new RangeError('the reference must be as long as the samples');
     while (offset < samples.length) {
       const take = Math.min(this.windowSamples - this.partialLength, samples.length - offset);
       this.partial.set(samples.subarray(offset, offset + take), this.partialLength);
+      if (reference) {
+        this.partialReference.set(reference.subarray(offset, offset + take), this.partialLength);
+        this.partialHasReference = true;
+      } else this.partialReference.fill(0, this.partialLength, this.partialLength + take);
       this.partialLength += take;
       offset += take;
       if (this.partialLength === this.windowSamples) {
-        windows.push({ samples: this.partial.slice(), startMs: this.partialStartMs });
+        windows.push({
+          samples: this.partial.slice(),
+          startMs: this.partialStartMs,
+          reference: this.partialHasReference ? this.partialReference.slice() : undefined,
+        });
+        this.partialHasReference = false;
         this.partialLength = 0;
         this.partialStartMs = startMs + offset * msPerSample;
       }
@@ -191,6 +238,8 @@ export class SpeechOnsetDetector {
     this.epoch++;
     this.queued = 0;
     this.partialLength = 0;
+    this.partialHasReference = false;
+    this.echo?.reset();
     this.nextMs = 0;
     this.lagMs = 0;
     this.preroll.length = 0;
@@ -203,6 +252,12 @@ export class SpeechOnsetDetector {
     this.quietMs = 0;
     this.gate.reset();
     this.silero.reset();
+  }
+
+  /** The call is over: forgets everything and frees the echo estimator wherever it runs. */
+  close(): void {
+    this.reset();
+    this.echo?.close();
   }
 
   /** Counters since construction, for benchmarks and diagnostics. */
@@ -237,13 +292,24 @@ export class SpeechOnsetDetector {
   ): Promise<SpeechOnset | undefined> {
     this.counts.windows++;
     const startedAt = this.now();
+    const verdict = await this.echoVerdict(w);
+    if (epoch !== this.epoch) return undefined;
+    // The bot's echo and the line's noise explain the window: it is not the caller, whatever Silero
+    // would say (it says speech for the echo, and for a while after it).
+    w.echoOnly = verdict !== undefined && !verdict.caller;
+    if (w.echoOnly && verdict?.echo) this.counts.echoOnly++;
+    // The cautious rule holds while the bot is audible and its echo cannot be told apart.
+    const audible = verdict === undefined ? botAudible : !verdict.converged;
     const open = this.gate.open(w.samples);
     this.gateClosedMs = open ? 0 : this.gateClosedMs + this.windowMs;
     // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps
-    // between syllables); otherwise it sleeps.
-    const wanted = open || this.runStartMs !== undefined || this.gateClosedMs <= RUN_GAP_MS;
+    // between syllables); otherwise it sleeps, and it is not asked about the bot's echo.
+    const wanted = !w.echoOnly && (open || this.runStartMs !== undefined || this.gateClosedMs <= RUN_GAP_MS);
     let onset: SpeechOnset | undefined;
-    if (wanted && !this.behind()) {
+    if (w.echoOnly) {
+      this.idleWindows++;
+      onset = this.judge(0, w.startMs, audible);
+    } else if (wanted && !this.behind()) {
       if (this.idleWindows * this.windowMs >= RESET_AFTER_IDLE_MS) this.silero.reset();
       // The windows just before the gate opened may hold the first syllable: speech there moves the
       // onset earlier (silence there was already counted).
@@ -254,23 +320,40 @@ export class SpeechOnsetDetector {
         const pe = await this.infer(earlier);
         if (epoch !== this.epoch) return undefined;
         if (pe === undefined) break;
-        if (judgeEarlier && pe >= this.threshold) onset ??= this.judge(pe, earlier.startMs, botAudible);
+        if (judgeEarlier && !earlier.echoOnly && pe >= this.threshold)
+          onset ??= this.judge(pe, earlier.startMs, audible);
       }
       this.idleWindows = 0;
       const p = await this.infer(w);
       if (epoch !== this.epoch) return undefined;
       onset ??=
-        p === undefined ? this.gateAlone(open, w.startMs, botAudible) : this.judge(p, w.startMs, botAudible);
+        p === undefined ? this.gateAlone(open, w.startMs, audible) : this.judge(p, w.startMs, audible);
     } else {
       this.idleWindows++;
       if (wanted) this.counts.skipped++;
-      onset ??= this.gateAlone(open, w.startMs, botAudible);
+      onset ??= this.gateAlone(open, w.startMs, audible);
     }
     this.trackTurn(open, w.startMs);
     this.preroll.push(w);
     if (this.preroll.length > PREROLL_WINDOWS) this.preroll.shift();
     this.lagMs = Math.max(0, this.lagMs + this.now() - startedAt - this.windowMs);
     return onset;
+  }
+
+  /**
+   * The echo estimator's verdict on the window: undefined without echo detection, for a window with no
+   * reference (the bot quiet for longer than an echo lasts), and when the estimator could not run (a
+   * VAD worker died: the cautious rule then applies through `botAudible`).
+   */
+  private async echoVerdict(w: Window): Promise<EchoVerdict | undefined> {
+    if (!this.echo || !w.reference) return undefined;
+    this.counts.echoWindows++;
+    try {
+      return await this.echo.process(w.samples, w.reference);
+    } catch {
+      this.counts.failed++;
+      return undefined;
+    }
   }
 
   /** Silero's probability for the window; undefined when it could not run (a VAD worker died). */

@@ -1,5 +1,15 @@
 export { EnergyGate } from './energy-gate.js';
-export { SileroModel, SileroSession, SileroStream, sileroModelPath, type VadSampleRate } from './silero.js';
+export {
+  EchoStream,
+  SileroModel,
+  SileroSession,
+  SileroStream,
+  sileroModelPath,
+  type EchoRunner,
+  type SileroRunner,
+  type VadSampleRate,
+} from './silero.js';
+export { EchoEstimator, MAX_ECHO_DELAY_MS, REFERENCE_ADVANCE_MS, type EchoVerdict } from './echo.js';
 export {
   MAX_LAG_MS,
   MAX_QUEUED_WINDOWS,

@@ -5,8 +5,14 @@
  * a worker in one message, to the worker with the fewest windows in flight; results come back the
  * same way. Each window carries its call's state, so any worker can run any call's next window.
  *
+ * The echo estimation (echo.ts) is the exception: an estimator's state (the echo path it tracks) stays
+ * in the worker that runs it, so a call's echo stream is sticky. On its first window it is assigned
+ * to the ready worker with the fewest echo streams, and all its windows go there, in order, batched
+ * with the Silero windows of the same turn.
+ *
  * A worker that dies fails the windows it held (`VadWorkerError`: the detector judges them by the
- * energy gate alone), is logged, and is replaced; while no worker is ready, windows fail at once.
+ * energy gate alone), is logged, and is replaced; while no worker is ready, windows fail at once. Its
+ * echo streams lose their estimators: each is assigned again on its next window, and starts afresh.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -14,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { compiledModule } from '../../paths.js';
+import type { EchoVerdict } from './echo.js';
 import type { FromVadWorker, ToVadWorker, VadJob, VadJobResult } from './protocol.js';
 import { SileroModel, type SileroResult, type SileroRunner, type VadSampleRate } from './silero.js';
 
@@ -27,8 +34,12 @@ export interface VadWorkersOptions {
   logger?: Logger | undefined;
 }
 
-interface Pending {
-  resolve: (result: SileroResult) => void;
+type Pending =
+  | { kind: 'silero'; resolve: (result: SileroResult) => void; reject: (error: Error) => void }
+  | { kind: 'echo'; resolve: (verdict: EchoVerdict) => void; reject: (error: Error) => void };
+
+interface Probe {
+  resolve: (echoStreams: number) => void;
   reject: (error: Error) => void;
 }
 
@@ -39,6 +50,12 @@ interface Slot {
   readonly inFlight: Map<number, Pending>;
   /** Windows queued for the next batch. */
   outbox: VadJob[];
+  /** Echo streams assigned to this worker (their estimators live there). */
+  readonly echoStreams: Set<number>;
+  /** Echo streams to close after the next batch. */
+  closing: number[];
+  /** Diagnostic probes sent and not answered yet. */
+  readonly probes: Map<number, Probe>;
 }
 
 /** A worker that died while starting is replaced after this long (ms), not at once. */
@@ -72,6 +89,8 @@ export class VadWorkerPool implements SileroRunner {
   private flushScheduled = false;
   private readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
   private closed = false;
+  /** Each echo stream's worker, from its first window until it is closed or its worker dies. */
+  private readonly echoSlots = new Map<number, Slot>();
   /** Workers that died and were replaced; windows failed because no worker could run them. */
   readonly stats = { restarts: 0, failed: 0 };
   /** The model as detectors use it, run by this pool. */
@@ -96,6 +115,35 @@ export class VadWorkerPool implements SileroRunner {
     return this.slots.map((slot) => slot.worker);
   }
 
+  /** Echo streams assigned to each worker (indexed as `workers`), for diagnostics. */
+  get echoStreams(): number[] {
+    return this.slots.map((slot) => slot.echoStreams.size);
+  }
+
+  /** The index (in `workers`) of the worker that holds echo `stream`'s estimator, if one does. */
+  echoWorker(stream: number): number | undefined {
+    const slot = this.echoSlots.get(stream);
+    return slot ? this.slots.indexOf(slot) : undefined;
+  }
+
+  /**
+   * Diagnostics: how many echo estimators each worker holds, asked of the workers themselves after
+   * everything queued so far (a worker that is not ready counts none).
+   */
+  async echoEstimators(): Promise<number[]> {
+    this.flush();
+    return Promise.all(
+      this.slots.map((slot) => {
+        if (!slot.ready) return Promise.resolve(0);
+        const id = this.nextId++;
+        return new Promise<number>((resolve, reject) => {
+          slot.probes.set(id, { resolve, reject });
+          this.post(slot, { type: 'probe', id });
+        });
+      }),
+    );
+  }
+
   /** Resolves once every worker is ready (after a restart, once its replacement is). */
   ready(): Promise<void> {
     if (this.closed) return Promise.reject(new VadWorkerError('VAD workers closed'));
@@ -112,22 +160,50 @@ export class VadWorkerPool implements SileroRunner {
     let best: Slot | undefined;
     for (const slot of this.slots) {
       if (!slot.ready) continue;
-      if (!best || slot.inFlight.size + slot.outbox.length < best.inFlight.size + best.outbox.length)
-        best = slot;
+      if (!best || load(slot) < load(best)) best = slot;
     }
-    if (!best) {
-      this.stats.failed++;
-      return Promise.reject(
-        new VadWorkerError(this.closed ? 'VAD workers closed' : 'no VAD worker is ready'),
-      );
-    }
+    if (!best) return this.refuse();
     const slot = best;
     const id = this.nextId++;
     return new Promise<SileroResult>((resolve, reject) => {
-      slot.inFlight.set(id, { resolve, reject });
-      slot.outbox.push({ id, input, state, sampleRate });
+      slot.inFlight.set(id, { kind: 'silero', resolve, reject });
+      slot.outbox.push({ kind: 'silero', id, input, state, sampleRate });
       this.scheduleFlush();
     });
+  }
+
+  echo(
+    stream: number,
+    inbound: Int16Array,
+    reference: Int16Array,
+    sampleRate: VadSampleRate,
+  ): Promise<EchoVerdict> {
+    const slot = this.echoSlots.get(stream) ?? this.assignEcho(stream);
+    if (!slot) return this.refuse();
+    const id = this.nextId++;
+    return new Promise<EchoVerdict>((resolve, reject) => {
+      slot.inFlight.set(id, { kind: 'echo', resolve, reject });
+      // Copies: the caller may reuse its buffers before the batch goes out, and a view would carry
+      // its whole buffer through the structured clone.
+      slot.outbox.push({
+        kind: 'echo',
+        id,
+        stream,
+        inbound: inbound.slice(),
+        reference: reference.slice(),
+        sampleRate,
+      });
+      this.scheduleFlush();
+    });
+  }
+
+  closeEcho(stream: number): void {
+    const slot = this.echoSlots.get(stream);
+    if (!slot) return;
+    this.echoSlots.delete(stream);
+    slot.echoStreams.delete(stream);
+    slot.closing.push(stream);
+    this.scheduleFlush();
   }
 
   async close(): Promise<void> {
@@ -138,18 +214,57 @@ export class VadWorkerPool implements SileroRunner {
     await Promise.all(slots.map((slot) => slot.worker.terminate()));
   }
 
+  /** A window no worker can take: refused at once, and counted. */
+  private refuse(): Promise<never> {
+    this.stats.failed++;
+    return Promise.reject(new VadWorkerError(this.closed ? 'VAD workers closed' : 'no VAD worker is ready'));
+  }
+
+  /** The ready worker with the fewest echo streams (then the fewest windows) takes `stream`. */
+  private assignEcho(stream: number): Slot | undefined {
+    let best: Slot | undefined;
+    for (const slot of this.slots) {
+      if (!slot.ready) continue;
+      if (
+        !best ||
+        slot.echoStreams.size < best.echoStreams.size ||
+        (slot.echoStreams.size === best.echoStreams.size && load(slot) < load(best))
+      )
+        best = slot;
+    }
+    if (!best) return undefined;
+    best.echoStreams.add(stream);
+    this.echoSlots.set(stream, best);
+    return best;
+  }
+
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      for (const slot of this.slots) {
-        if (slot.outbox.length === 0) continue;
-        const message: ToVadWorker = { type: 'run', jobs: slot.outbox };
-        slot.outbox = [];
-        slot.worker.postMessage(message);
-      }
+      this.flush();
     });
+  }
+
+  /** Sends each worker its batch, then the echo streams to close after it. */
+  private flush(): void {
+    for (const slot of this.slots) {
+      if (slot.outbox.length > 0) {
+        const jobs = slot.outbox;
+        slot.outbox = [];
+        this.post(slot, { type: 'run', jobs });
+      }
+      if (slot.closing.length > 0) {
+        const streams = slot.closing;
+        slot.closing = [];
+        this.post(slot, { type: 'closeEcho', streams });
+      }
+    }
+  }
+
+  private post(slot: Slot, message: ToVadWorker): void {
+    slot.worker.postMessage(message);
   }
 
   private spawn(): Slot {
@@ -158,6 +273,9 @@ export class VadWorkerPool implements SileroRunner {
       ready: false,
       inFlight: new Map(),
       outbox: [],
+      echoStreams: new Set(),
+      closing: [],
+      probes: new Map(),
     };
     slot.worker.on('message', (message: FromVadWorker) => this.onMessage(slot, message));
     slot.worker.on('error', (error) => this.logger?.error({ err: error }, 'VAD worker failed'));
@@ -191,6 +309,12 @@ export class VadWorkerPool implements SileroRunner {
         for (const waiter of this.readyWaiters.splice(0)) waiter.resolve();
       return;
     }
+    if (message.type === 'probe') {
+      const probe = slot.probes.get(message.id);
+      slot.probes.delete(message.id);
+      probe?.resolve(message.echoStreams);
+      return;
+    }
     for (const result of message.results) this.settle(slot, result);
   }
 
@@ -198,17 +322,32 @@ export class VadWorkerPool implements SileroRunner {
     const pending = slot.inFlight.get(result.id);
     if (!pending) return;
     slot.inFlight.delete(result.id);
-    if ('error' in result) pending.reject(new VadWorkerError(`inference failed: ${result.error}`));
-    else pending.resolve({ p: result.p, state: result.state });
+    if ('error' in result) {
+      const what = pending.kind === 'echo' ? 'echo estimation' : 'inference';
+      pending.reject(new VadWorkerError(`${what} failed: ${result.error}`));
+    } else if (pending.kind === 'silero' && 'p' in result)
+      pending.resolve({ p: result.p, state: result.state });
+    else if (pending.kind === 'echo' && 'verdict' in result) pending.resolve(result.verdict);
+    else
+      pending.reject(
+        new VadWorkerError(`VAD worker answered a ${pending.kind} window with the wrong result`),
+      );
   }
 
   private fail(slot: Slot, error: Error): void {
     slot.ready = false;
     slot.outbox = [];
+    slot.closing = [];
+    // Its echo streams' estimators died with it: each is assigned again on its next window.
+    for (const stream of slot.echoStreams) this.echoSlots.delete(stream);
+    slot.echoStreams.clear();
     const pending = [...slot.inFlight.values()];
     slot.inFlight.clear();
     this.stats.failed += pending.length;
     for (const p of pending) p.reject(error);
+    const probes = [...slot.probes.values()];
+    slot.probes.clear();
+    for (const p of probes) p.reject(error);
   }
 
   private onExit(slot: Slot, code: number): void {
@@ -228,4 +367,9 @@ export class VadWorkerPool implements SileroRunner {
     if (wasReady) replace();
     else setTimeout(replace, RETRY_DEAD_START_MS).unref();
   }
+}
+
+/** Windows a worker holds: sent and not answered, or queued for its next batch. */
+function load(slot: Slot): number {
+  return slot.inFlight.size + slot.outbox.length;
 }

@@ -16,6 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
+import { EchoEstimator, type EchoVerdict } from './echo.js';
 
 export type VadSampleRate = 8000 | 16_000;
 
@@ -38,8 +39,31 @@ export function sileroModelPath(): string {
   return join(dirname(require.resolve('@ricky0123/vad-web')), 'silero_vad_v5.onnx');
 }
 
-/** What runs Silero's windows: a session in this thread, or a pool of worker threads. */
-export interface SileroRunner {
+/**
+ * What runs the calls' echo estimation (echo.ts). Unlike Silero's, an estimator's state (the echo
+ * path's delay and gain, tracked over the last second or so) stays where it runs: each stream's
+ * `EchoEstimator` is created on the stream's first window and its windows must all go to it, in order.
+ */
+export interface EchoRunner {
+  /**
+   * One window of `stream`'s inbound audio and the bot's reference for the same span. The arrays are
+   * used at once or copied: the caller may reuse them as soon as this returns.
+   */
+  echo(
+    stream: number,
+    inbound: Int16Array,
+    reference: Int16Array,
+    sampleRate: VadSampleRate,
+  ): Promise<EchoVerdict>;
+  /** Frees `stream`'s estimator once the windows already given have been run; none follow. */
+  closeEcho(stream: number): void;
+}
+
+/**
+ * What runs Silero's windows and the echo estimation: a session in this thread, or a pool of worker
+ * threads.
+ */
+export interface SileroRunner extends EchoRunner {
   /** What runs the model, for logs and benchmarks. */
   readonly runtime: string;
   /** One window with its context; the speech probability and the next state. */
@@ -61,6 +85,8 @@ export class SileroSession implements SileroRunner {
   private chain: Promise<unknown> = Promise.resolve();
   private readonly rates = new Map<VadSampleRate, Tensor>();
   private warmedUp = 0;
+  /** The echo estimators of the streams run here, created on a stream's first window. */
+  private readonly estimators = new Map<number, EchoEstimator>();
 
   private constructor(
     private readonly ort: Ort,
@@ -117,10 +143,40 @@ export class SileroSession implements SileroRunner {
     this.chain = next.catch(() => undefined);
     return next;
   }
+
+  echo(
+    stream: number,
+    inbound: Int16Array,
+    reference: Int16Array,
+    sampleRate: VadSampleRate,
+  ): Promise<EchoVerdict> {
+    try {
+      let estimator = this.estimators.get(stream);
+      if (!estimator) {
+        estimator = new EchoEstimator(sampleRate);
+        this.estimators.set(stream, estimator);
+      }
+      return Promise.resolve(estimator.process(inbound, reference));
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  closeEcho(stream: number): void {
+    this.estimators.delete(stream);
+  }
+
+  /** Echo estimators held, for diagnostics. */
+  get echoStreams(): number {
+    return this.estimators.size;
+  }
 }
 
 /** Silero for every call of a process: hands each call a `SileroStream`, runs windows on its runner. */
 export class SileroModel {
+  /** Echo stream ids, unique per runner as long as one model serves it (as `load` and the pool do). */
+  private nextEchoStream = 1;
+
   constructor(private readonly runner: SileroRunner) {}
 
   /** What runs the model, for logs and benchmarks. */
@@ -147,6 +203,11 @@ export class SileroModel {
 
   stream(sampleRate: VadSampleRate): SileroStream {
     return new SileroStream(this, sampleRate);
+  }
+
+  /** A call's echo estimation, on this model's runner (in a worker: always the same one). */
+  echoStream(sampleRate: VadSampleRate): EchoStream {
+    return new EchoStream(this.runner, () => this.nextEchoStream++, sampleRate);
   }
 
   windowSamples(sampleRate: VadSampleRate): number {
@@ -197,5 +258,61 @@ export class SileroStream {
     this.generation++;
     this.state = new Float32Array(STATE_SIZE);
     this.input.fill(0);
+  }
+}
+
+/**
+ * One call's echo estimation: windows in order, each verdict from an estimator that has seen the
+ * call's windows before it. The estimator lives with the runner (in a worker thread, the worker the
+ * stream was assigned to), under this stream's id.
+ */
+export class EchoStream {
+  private id: number;
+  private closed = false;
+
+  constructor(
+    private readonly runner: EchoRunner,
+    private readonly allocate: () => number,
+    readonly sampleRate: VadSampleRate,
+  ) {
+    this.id = allocate();
+  }
+
+  /** The runner's key for this stream's estimator (it changes on `reset()`), for diagnostics. */
+  get streamId(): number {
+    return this.id;
+  }
+
+  get windowSamples(): number {
+    return WINDOW[this.sampleRate].samples;
+  }
+
+  /**
+   * The verdict on one window of the caller's audio, given the bot's reference for the same span
+   * (equal lengths; see echo.ts for how the reference is aligned). Windows are estimated in the order
+   * given; the arrays may be reused once this returns.
+   */
+  process(inbound: Int16Array, reference: Int16Array): Promise<EchoVerdict> {
+    if (this.closed) return Promise.reject(new Error('echo stream closed'));
+    if (inbound.length !== reference.length)
+      return Promise.reject(new RangeError('inbound and reference lengths differ'));
+    return this.runner.echo(this.id, inbound, reference, this.sampleRate);
+  }
+
+  /**
+   * A fresh estimator from the next window on (a new echo path: a transfer, a speakerphone). Windows
+   * already given are still answered by the old one, which is then freed.
+   */
+  reset(): void {
+    if (this.closed) return;
+    this.runner.closeEcho(this.id);
+    this.id = this.allocate();
+  }
+
+  /** Frees the estimator wherever it lives; `process` refuses windows from now on. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.runner.closeEcho(this.id);
   }
 }

@@ -1,0 +1,130 @@
+/**
+ * The bot's audio as the caller heard it, for echo-aware barge-in: every frame the phone sink writes
+ * is decoded, brought to the detector's rate and placed on the wall clock where the playout clock says
+ * it plays (after everything written before it); a clear silences what had not played. The caller's
+ * audio is put on the same clock by its arrival: the smallest (arrival − inbound time) over the last
+ * two seconds, so that network and event-loop delays, which only ever make audio later, drop out.
+ *
+ * What the detector gets for a chunk of the caller's audio is the reference for the same span,
+ * `REFERENCE_ADVANCE_MS` ahead (the echo estimator searches lags from there on).
+ */
+import { Resampler } from '../../src/audio/resampler.js';
+import type { WireFormat } from '../../src/audio/framer.js';
+import { REFERENCE_ADVANCE_MS } from '../../src/audio/vad/index.js';
+import type { Clock } from '../../src/speaker/clock.js';
+import { decodeCallerAudio } from './caller-audio.js';
+
+/** The ring holds this much around now (ms): the sink's lead ahead, the longest echo behind. */
+const RING_MS = 4000;
+/** The arrival offset is the minimum over two blocks of this long (ms). */
+const OFFSET_BLOCK_MS = 1000;
+/**
+ * Both clocks are kept smooth: a frame is placed right after the one before it, and an offset moves
+ * by this share of its error each time (a loop filter), unless the error passes `RESYNC_MS` (the
+ * bot went quiet and starts again, a clear, a stalled line): then it jumps. The playout clock itself
+ * re-anchors at every returned mark, by the network's and the gateway's jitter, and the echo estimator
+ * wants the path's delay to hold still.
+ */
+const LOOP_GAIN = 0.02;
+const RESYNC_MS = 80;
+
+export class EchoReference {
+  private readonly ring: Int16Array;
+  private readonly samplesPerMs: number;
+  private readonly resampler: Resampler | undefined;
+  /** The ring is indexed by wall time (sample = ms × rate, modulo its length). Arrival offset blocks: */
+  private blockStartMs = Number.NEGATIVE_INFINITY;
+  private blockMin = Number.POSITIVE_INFINITY;
+  private previousMin = Number.POSITIVE_INFINITY;
+  /** Where the next frame goes if it follows on (ms), and the smoothed arrival offset. */
+  private nextPlayAtMs: number | undefined;
+  private offsetMs: number | undefined;
+  /** The newest wall time written (ms): nothing past it is audio. */
+  private writtenToMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly outbound: WireFormat,
+    readonly sampleRate: number,
+    private readonly clock: Clock,
+  ) {
+    this.samplesPerMs = sampleRate / 1000;
+    this.ring = new Int16Array(Math.ceil((RING_MS * sampleRate) / 1000));
+    this.resampler =
+      outbound.sampleRate === sampleRate
+        ? undefined
+        : new Resampler({ inputRate: outbound.sampleRate, outputRate: sampleRate });
+  }
+
+  /** A frame of the bot's, in the sink's wire format, that plays from `playAtMs` on. */
+  onFrame(payload: Uint8Array, estimatedMs: number): void {
+    let samples = decodeCallerAudio(payload, this.outbound);
+    const durationMs = (samples.length / this.outbound.sampleRate) * 1000;
+    const next = this.nextPlayAtMs;
+    const playAtMs =
+      next !== undefined && Math.abs(estimatedMs - next) < RESYNC_MS
+        ? next + LOOP_GAIN * (estimatedMs - next)
+        : estimatedMs;
+    this.nextPlayAtMs = playAtMs + durationMs;
+    if (this.resampler) samples = this.resampler.push(samples);
+    let index = Math.round(playAtMs * this.samplesPerMs);
+    // Silence between the end of what was written and this frame (the bot was quiet).
+    const from = Math.round(this.writtenToMs * this.samplesPerMs);
+    if (Number.isFinite(from) && from < index) this.zero(from, Math.min(index, from + this.ring.length));
+    for (let i = 0; i < samples.length; i++, index++) this.ring[index % this.ring.length] = samples[i]!;
+    this.writtenToMs = Math.max(this.writtenToMs, index / this.samplesPerMs);
+  }
+
+  /** The sink cleared at `atMs`: nothing written plays after it. */
+  onClear(atMs: number): void {
+    const from = Math.round(atMs * this.samplesPerMs);
+    const to = Math.round(this.writtenToMs * this.samplesPerMs);
+    if (to > from) this.zero(from, Math.min(to, from + this.ring.length));
+    this.writtenToMs = Math.min(this.writtenToMs, atMs);
+    this.nextPlayAtMs = undefined;
+    this.resampler?.reset();
+  }
+
+  /**
+   * A chunk of the caller's audio ending at inbound time `endMs` has just arrived: updates the arrival
+   * offset, and returns the wall time its first sample (of `durationMs`) stands for.
+   */
+  arrived(endMs: number, durationMs: number): number {
+    const now = this.clock.now();
+    if (now - this.blockStartMs >= OFFSET_BLOCK_MS) {
+      this.previousMin = this.blockMin;
+      this.blockMin = Number.POSITIVE_INFINITY;
+      this.blockStartMs = now;
+    }
+    this.blockMin = Math.min(this.blockMin, now - endMs);
+    const measured = Math.min(this.blockMin, this.previousMin);
+    const smoothed = this.offsetMs;
+    this.offsetMs =
+      smoothed !== undefined && Math.abs(measured - smoothed) < RESYNC_MS
+        ? smoothed + LOOP_GAIN * (measured - smoothed)
+        : measured;
+    return endMs - durationMs + this.offsetMs;
+  }
+
+  /** `n` samples of the bot's audio from wall time `fromMs` + the reference advance (silence where none). */
+  read(fromMs: number, n: number): Int16Array {
+    const out = new Int16Array(n);
+    const start = Math.round((fromMs + REFERENCE_ADVANCE_MS) * this.samplesPerMs);
+    const written = Math.round(this.writtenToMs * this.samplesPerMs);
+    const oldest = written - this.ring.length;
+    for (let i = 0; i < n; i++) {
+      const at = start + i;
+      if (at >= written || at < oldest || at < 0) continue;
+      out[i] = this.ring[at % this.ring.length]!;
+    }
+    return out;
+  }
+
+  /** Whether the bot's audio played (or plays) later than `spanMs` before wall time `atMs` + the advance. */
+  playedWithin(atMs: number, spanMs: number): boolean {
+    return this.writtenToMs > atMs + REFERENCE_ADVANCE_MS - spanMs;
+  }
+
+  private zero(from: number, to: number): void {
+    for (let i = Math.max(0, from); i < to; i++) this.ring[i % this.ring.length] = 0;
+  }
+}

@@ -1,0 +1,430 @@
+/**
+ * Echo estimation for barge-in: voxbridge knows what it played and when, so it does not need a full
+ * echo canceller to tell the caller from the bot's own echo. Per call, the caller's audio and the
+ * bot's audio as played (the reference) are cut into 8 ms cells and 14 bands from 250 Hz to 3.75 kHz:
+ *
+ * - **Delay**: each cell's spectrum is reduced to one bit per band (above or below that band's running
+ *   mean), and the inbound bits are compared with the reference's at every lag up to
+ *   `MAX_ECHO_DELAY_MS` (a leaky mean of the Hamming distance per lag, as WebRTC's delay estimator
+ *   does). A lag clearly better than the others, held for a while, is the echo path's delay; a new one
+ *   that stays better takes over (a transfer, a speakerphone).
+ * - **Loss**: per band, the ratio of the caller's audio (less its noise floor) to the reference at that
+ *   delay, tracked as a running median in dB (steps up and down alike, so a caller talking over the
+ *   bot, or a pause, does not drag it): the echo's loss per band, colour of the path included.
+ * - **Verdict**: the echo each cell should hold is the reference at the delay (the loudest of the three
+ *   cells around it, for timing slop) times the loss. A band more than `ECHO_MARGIN_DB` above that
+ *   echo plus its noise floor holds something the echo does not explain; a cell with enough such bands
+ *   holds the caller, and so does a window with enough such cells.
+ *
+ * Bits and medians are robust to G.711, line noise and a playout clock that is a few ms off, and cost
+ * two 16 ms FFTs per 8 ms of audio. Until the delay is found (or found to be absent: the reference
+ * played for a while and nothing in the caller's audio followed it) the verdict says `converged: false`
+ * and the detector falls back to its cautious rule.
+ */
+import { fft } from '../fft.js';
+import type { VadSampleRate } from './silero.js';
+
+/**
+ * How far ahead of the caller's audio the reference is taken (ms): reference sample i is the bot's
+ * audio estimated to play at the caller's ear this long after inbound sample i was captured. Echo
+ * delays are searched from −REFERENCE_ADVANCE_MS to MAX_ECHO_DELAY_MS − REFERENCE_ADVANCE_MS, so a
+ * playout estimate that runs late does not hide the echo.
+ */
+export const REFERENCE_ADVANCE_MS = 100;
+/** The longest lag searched between the advanced reference and the caller's audio (ms). */
+export const MAX_ECHO_DELAY_MS = 700;
+
+export interface EchoVerdict {
+  /** The bot's echo may be in this window (its predicted level is not far under the line's noise). */
+  echo: boolean;
+  /** Energy in this window that the echo does not explain (someone else, the caller, is there). */
+  caller: boolean;
+  /** The path is known (or known to be absent): the verdicts can be trusted. */
+  converged: boolean;
+  /** The echo path's delay (ms, on the caller's timeline, reference advance removed) and mean loss (dB). */
+  delayMs: number | undefined;
+  erlDb: number | undefined;
+}
+
+/** One cell: the analysis hop (ms). A VAD window (32 ms) holds four. */
+const HOP_MS = 8;
+/** FFT bin width is 62.5 Hz at both rates (128 points at 8 kHz, 256 at 16 kHz). */
+const FIRST_BIN = 4;
+const BINS_PER_BAND = 4;
+const BANDS = 14;
+/** Lags searched, in cells. */
+const LAGS = Math.round(MAX_ECHO_DELAY_MS / HOP_MS) + 1;
+/** Reference cells kept: every lag, and one beyond either side for the ±1-cell slop. */
+const HISTORY = LAGS + 2;
+/** A reference cell plays (its energy over all bands, per sample², ≈ −55 dBFS). */
+const REF_ACTIVE_POWER = (32768 * 10 ** (-55 / 20)) ** 2;
+/** A band of an active reference cell counts for the loss when within this of the cell's loudest. */
+const REF_BAND_RANGE = 10 ** (-30 / 10);
+/** Leaky mean of each lag's bit distance: at least this weight on the newest cell. */
+const DELAY_ALPHA = 0.02;
+/** A lag needs this many comparisons before it may be chosen (≈ 0.6 s of the bot's speech). */
+const MIN_LAG_UPDATES = 80;
+/** The best lag must beat the median lag's distance by this much (bits per band), and be under MAX. */
+const DELAY_QUALITY = 0.1;
+const DELAY_MAX_DISTANCE = 0.36;
+/** Cells a new best lag must hold before it replaces the current delay (≈ 0.2 s). */
+const DELAY_SWITCH_CELLS = 25;
+/**
+ * Cells of the bot's speech at a new delay before the verdicts trust it: meanwhile the loss settles
+ * (from `LOSS_START_DB`, too loud, so on the cautious side) and the echo is judged as when not converged.
+ */
+const SETTLE_CELLS = 60;
+/** Active reference cells with no delay found after which the echo counts as absent (≈ 2 s). */
+const ABSENT_AFTER_CELLS = 250;
+/**
+ * Until the path is found, the echo is taken to be the bot at its loudest over every lag, this much
+ * quieter: ITU-T G.168's 6 dB, the least loss of a 2-wire hybrid.
+ */
+const UNCONVERGED_GAIN = 10 ** (-6 / 10);
+/** Running means of the bit thresholds: weight on the newest active cell. */
+const MEAN_ALPHA = 0.02;
+/** Loss median tracker: step (dB), growing with a streak of steps one way, up to MAX. */
+const LOSS_STEP_DB = 0.3;
+const LOSS_MAX_STEP_DB = 3;
+/** The loss a band starts at (dB): as loud as the bot, the cautious guess. */
+const LOSS_START_DB = 0;
+const LOSS_FLOOR_DB = -70;
+/**
+ * Noise floor: the minimum of the smoothed band power over the current block of cells and the one
+ * before (1–2 s): speech, the bot's echo included, has pauses within that; a noisier line (or one back
+ * from a dropout's digital silence) raises it within two blocks.
+ */
+const NOISE_SMOOTH = 0.3;
+const NOISE_BLOCK_CELLS = 125;
+/** The floor from minimum statistics sits under the mean noise: this puts it back (≈ 3 dB). */
+const NOISE_BIAS = 2;
+/** A band holds the caller when above the predicted echo by this much, plus its noise by NOISE_MARGIN. */
+const ECHO_MARGIN_DB = 8;
+/** Of the predicted echo's power, the share every band is taken to hold at least (−25 dB). */
+const ECHO_SPREAD = 10 ** (-25 / 10);
+const NOISE_MARGIN = 3;
+/** Bands over the line that make a cell the caller's; cells that make a window the caller's. */
+const CALLER_BANDS = 2;
+const CALLER_CELLS = 2;
+/** A cell may hold echo when its predicted echo is at least this fraction of the noise floor. */
+const ECHO_VS_NOISE = 0.5;
+
+const ECHO_MARGIN = 10 ** (ECHO_MARGIN_DB / 10);
+
+function popcount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+}
+
+/** A 16 ms Hann-windowed FFT every 8 ms, reduced to band powers (mean power per sample², per bin). */
+class BandAnalyser {
+  private readonly hop: number;
+  private readonly frame: Float64Array;
+  private readonly window: Float64Array;
+  private readonly re: Float64Array;
+  private readonly im: Float64Array;
+  private readonly scale: number;
+
+  constructor(sampleRate: VadSampleRate) {
+    this.hop = (sampleRate * HOP_MS) / 1000;
+    const n = this.hop * 2;
+    this.frame = new Float64Array(n);
+    this.window = Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
+    this.re = new Float64Array(n);
+    this.im = new Float64Array(n);
+    // Parseval with the Hann window's mean square (3/8): a band's value is the signal's power there.
+    this.scale = 1 / (n * n * 0.375);
+  }
+
+  get hopSamples(): number {
+    return this.hop;
+  }
+
+  /** The next hop of samples; writes the bands of the frame ending with it into `out`. */
+  push(samples: Int16Array, offset: number, out: Float64Array): number {
+    const { hop, frame } = this;
+    frame.copyWithin(0, hop);
+    for (let i = 0; i < hop; i++) frame[hop + i] = samples[offset + i]!;
+    for (let i = 0; i < frame.length; i++) {
+      this.re[i] = frame[i]! * this.window[i]!;
+      this.im[i] = 0;
+    }
+    fft(this.re, this.im);
+    let total = 0;
+    for (let b = 0; b < BANDS; b++) {
+      let p = 0;
+      const first = FIRST_BIN + b * BINS_PER_BAND;
+      for (let k = first; k < first + BINS_PER_BAND; k++) p += this.re[k]! ** 2 + this.im[k]! ** 2;
+      // Both halves of the spectrum, per bin.
+      out[b] = (2 * p * this.scale) / BINS_PER_BAND;
+      total += out[b]!;
+    }
+    return total;
+  }
+
+  reset(): void {
+    this.frame.fill(0);
+  }
+}
+
+export class EchoEstimator {
+  private readonly inbound: BandAnalyser;
+  private readonly reference: BandAnalyser;
+  private readonly inBands = new Float64Array(BANDS);
+  private readonly refBands = new Float64Array(BANDS);
+  /** Reference history, newest at `head`: band powers, bits, and whether the cell played. */
+  private readonly refPower = new Float64Array(HISTORY * BANDS);
+  private readonly refBits = new Uint32Array(HISTORY);
+  private readonly refActive = new Uint8Array(HISTORY);
+  private head = 0;
+  private readonly refMean = new Float64Array(BANDS);
+  private readonly inMean = new Float64Array(BANDS);
+  /** Per lag: leaky mean of the bit distance (fraction of bands), and how many updates. */
+  private readonly distance = new Float64Array(LAGS).fill(0.5);
+  private readonly updates = new Uint32Array(LAGS);
+  private delayCells: number | undefined;
+  /** Cells with the bot audible at the delay since it was (last) set. */
+  private settledCells = 0;
+  private candidate = -1;
+  private candidateCells = 0;
+  private activeCells = 0;
+  /** Per band: the echo's gain (dB) and the median tracker's streak (signed). */
+  private readonly lossDb = new Float64Array(BANDS).fill(LOSS_START_DB);
+  private readonly streak = new Int32Array(BANDS);
+  private readonly smoothed = new Float64Array(BANDS);
+  private readonly noise = new Float64Array(BANDS);
+  /** Minimum of the smoothed power per band in the current block, and in the one before. */
+  private readonly blockMin = new Float64Array(BANDS);
+  private readonly previousMin = new Float64Array(BANDS);
+  private blockCells = 0;
+  private started = false;
+  private readonly sorted = new Float64Array(LAGS);
+  private readonly predicted = new Float64Array(BANDS);
+
+  constructor(readonly sampleRate: VadSampleRate) {
+    this.inbound = new BandAnalyser(sampleRate);
+    this.reference = new BandAnalyser(sampleRate);
+  }
+
+  /** One VAD window of the caller's audio and the reference for the same span (equal lengths). */
+  process(inbound: Int16Array, reference: Int16Array): EchoVerdict {
+    if (inbound.length !== reference.length) throw new RangeError('inbound and reference lengths differ');
+    const hop = this.inbound.hopSamples;
+    let echoCells = 0;
+    let callerCells = 0;
+    for (let offset = 0; offset + hop <= inbound.length; offset += hop) {
+      const cell = this.cell(inbound, reference, offset);
+      if (cell.echo) echoCells++;
+      if (cell.caller) callerCells++;
+    }
+    const converged =
+      this.settled || (this.delayCells === undefined && this.activeCells >= ABSENT_AFTER_CELLS);
+    let erlDb: number | undefined;
+    if (this.delayCells !== undefined) {
+      let sum = 0;
+      for (const l of this.lossDb) sum += l;
+      erlDb = -sum / BANDS;
+    }
+    return {
+      echo: echoCells > 0,
+      caller: callerCells >= CALLER_CELLS,
+      converged,
+      delayMs: this.delayCells === undefined ? undefined : this.delayCells * HOP_MS - REFERENCE_ADVANCE_MS,
+      erlDb,
+    };
+  }
+
+  /** A delay is known and its loss has had time to settle. */
+  private get settled(): boolean {
+    return this.delayCells !== undefined && this.settledCells >= SETTLE_CELLS;
+  }
+
+  reset(): void {
+    this.settledCells = 0;
+    this.inbound.reset();
+    this.reference.reset();
+    this.refPower.fill(0);
+    this.refBits.fill(0);
+    this.refActive.fill(0);
+    this.head = 0;
+    this.distance.fill(0.5);
+    this.updates.fill(0);
+    this.delayCells = undefined;
+    this.candidate = -1;
+    this.candidateCells = 0;
+    this.activeCells = 0;
+    this.lossDb.fill(LOSS_START_DB);
+    this.streak.fill(0);
+    this.blockCells = 0;
+    this.started = false;
+  }
+
+  /** The reference cell `lag` cells back from the newest (0 = newest). */
+  private slot(lag: number): number {
+    return (this.head - lag + HISTORY) % HISTORY;
+  }
+
+  private cell(
+    inbound: Int16Array,
+    reference: Int16Array,
+    offset: number,
+  ): { echo: boolean; caller: boolean } {
+    const refTotal = this.reference.push(reference, offset, this.refBands);
+    this.inbound.push(inbound, offset, this.inBands);
+    const refOn = refTotal > REF_ACTIVE_POWER;
+    // The reference history.
+    this.head = (this.head + 1) % HISTORY;
+    const at = this.head * BANDS;
+    let refBits = 0;
+    for (let b = 0; b < BANDS; b++) {
+      const p = this.refBands[b]!;
+      this.refPower[at + b] = p;
+      const l = Math.log(p + 1e-3);
+      if (refOn) this.refMean[b] = this.refMean[b]! + MEAN_ALPHA * (l - this.refMean[b]!);
+      if (l > this.refMean[b]!) refBits |= 1 << b;
+    }
+    this.refBits[this.head] = refBits;
+    this.refActive[this.head] = refOn ? 1 : 0;
+    // The caller's side: noise floor, and bits.
+    let inBits = 0;
+    let inTotal = 0;
+    let noiseTotal = 0;
+    for (let b = 0; b < BANDS; b++) {
+      const p = this.inBands[b]!;
+      inTotal += p;
+      if (!this.started) this.smoothed[b] = p;
+      this.smoothed[b] = this.smoothed[b]! + NOISE_SMOOTH * (p - this.smoothed[b]!);
+      const s = this.smoothed[b]!;
+      if (!this.started) this.previousMin[b] = s;
+      this.blockMin[b] = this.blockCells === 0 ? s : Math.min(this.blockMin[b]!, s);
+      this.noise[b] = Math.min(this.blockMin[b]!, this.previousMin[b]!);
+      noiseTotal += this.noise[b]! * NOISE_BIAS;
+      const l = Math.log(p + 1e-3);
+      if (!this.started) this.inMean[b] = l;
+      if (l > this.inMean[b]!) inBits |= 1 << b;
+    }
+    this.started = true;
+    if (++this.blockCells >= NOISE_BLOCK_CELLS) {
+      this.previousMin.set(this.blockMin);
+      this.blockCells = 0;
+    }
+    const inOn = inTotal > noiseTotal * 2;
+    if (inOn)
+      for (let b = 0; b < BANDS; b++) {
+        const l = Math.log(this.inBands[b]! + 1e-3);
+        this.inMean[b] = this.inMean[b]! + MEAN_ALPHA * (l - this.inMean[b]!);
+      }
+    if (refOn) this.activeCells++;
+    if (inOn) this.trackDelay(inBits);
+    if (this.delayCells !== undefined) this.trackLoss();
+    return this.judge(noiseTotal);
+  }
+
+  /** Bit distance at every lag whose reference cell played; the delay when one lag stands out. */
+  private trackDelay(inBits: number): void {
+    for (let lag = 0; lag < LAGS; lag++) {
+      const s = this.slot(lag);
+      if (this.refActive[s] === 0) continue;
+      const d = popcount((inBits ^ this.refBits[s]!) & ((1 << BANDS) - 1)) / BANDS;
+      const n = ++this.updates[lag]!;
+      const alpha = Math.max(DELAY_ALPHA, 1 / n);
+      this.distance[lag] = this.distance[lag]! + alpha * (d - this.distance[lag]!);
+    }
+    let best = -1;
+    for (let lag = 0; lag < LAGS; lag++) {
+      if (this.updates[lag]! < MIN_LAG_UPDATES) continue;
+      if (best < 0 || this.distance[lag]! < this.distance[best]!) best = lag;
+    }
+    if (best < 0) return;
+    this.sorted.set(this.distance);
+    this.sorted.sort();
+    const median = this.sorted[LAGS >> 1]!;
+    const clear = this.distance[best]! < DELAY_MAX_DISTANCE && median - this.distance[best]! > DELAY_QUALITY;
+    if (!clear) {
+      this.candidateCells = 0;
+      return;
+    }
+    if (this.delayCells !== undefined && Math.abs(best - this.delayCells) <= 1) {
+      this.delayCells = best;
+      this.candidateCells = 0;
+      return;
+    }
+    if (best === this.candidate) this.candidateCells++;
+    else {
+      this.candidate = best;
+      this.candidateCells = 1;
+    }
+    if (this.candidateCells >= DELAY_SWITCH_CELLS) {
+      this.delayCells = best;
+      this.candidateCells = 0;
+      this.settledCells = 0;
+    }
+  }
+
+  /** The loudest reference band `b` within one cell of the delay. */
+  private refAround(b: number, delay: number): number {
+    let max = 0;
+    for (let lag = Math.max(0, delay - 1); lag <= Math.min(HISTORY - 1, delay + 1); lag++) {
+      const p = this.refPower[this.slot(lag) * BANDS + b]!;
+      if (p > max) max = p;
+    }
+    return max;
+  }
+
+  /** Per band, the running median of (caller's audio − noise) / reference at the delay, in dB. */
+  private trackLoss(): void {
+    const delay = this.delayCells!;
+    const s = this.slot(delay);
+    if (this.refActive[s] === 0) return;
+    this.settledCells++;
+    let loudest = 0;
+    for (let b = 0; b < BANDS; b++) loudest = Math.max(loudest, this.refPower[s * BANDS + b]!);
+    for (let b = 0; b < BANDS; b++) {
+      const ref = this.refAround(b, delay);
+      if (ref < loudest * REF_BAND_RANGE) continue;
+      const noise = this.noise[b]! * NOISE_BIAS;
+      const above = this.inBands[b]! - noise;
+      let up: boolean;
+      if (above > noise) up = 10 * Math.log10(above / ref) > this.lossDb[b]!;
+      // At the noise floor: evidence only when the echo, as estimated, would have shown above it.
+      else if (ref * 10 ** (this.lossDb[b]! / 10) > noise) up = false;
+      else continue;
+      const streak = this.streak[b]!;
+      this.streak[b] = up ? Math.max(1, streak + 1) : Math.min(-1, streak - 1);
+      const step = Math.min(LOSS_MAX_STEP_DB, LOSS_STEP_DB * (1 + Math.abs(this.streak[b]!) / 4));
+      this.lossDb[b] = Math.max(LOSS_FLOOR_DB, Math.min(0, this.lossDb[b]! + (up ? step : -step)));
+    }
+  }
+
+  /** This cell: may it hold echo, and does it hold more than the echo and the noise explain? */
+  private judge(noiseTotal: number): { echo: boolean; caller: boolean } {
+    const delay = this.settled ? this.delayCells : undefined;
+    const echo = this.predicted;
+    let echoTotal = 0;
+    for (let b = 0; b < BANDS; b++) {
+      let e: number;
+      if (delay !== undefined) e = this.refAround(b, delay) * 10 ** (this.lossDb[b]! / 10);
+      else if (this.delayCells === undefined && this.activeCells >= ABSENT_AFTER_CELLS) e = 0;
+      else {
+        // Not converged: any lag may hold the echo, as loud as a hybrid's loss lets it be.
+        e = 0;
+        for (let lag = 0; lag < HISTORY; lag++) e = Math.max(e, this.refPower[lag * BANDS + b]!);
+        e *= UNCONVERGED_GAIN;
+      }
+      echo[b] = e;
+      echoTotal += e;
+    }
+    // The echo is never cleaner than the line: codec noise and the path's distortion spread a little
+    // of it over every band, which the reference does not have.
+    const spread = (echoTotal * ECHO_SPREAD) / BANDS;
+    // Not converged, the echo is taken at its loudest already: no margin on top.
+    const margin = delay === undefined ? 1 : ECHO_MARGIN;
+    let over = 0;
+    for (let b = 0; b < BANDS; b++) {
+      const line = Math.max(echo[b]!, spread) * margin + this.noise[b]! * NOISE_BIAS * NOISE_MARGIN;
+      if (this.inBands[b]! > line) over++;
+    }
+    return { echo: echoTotal >= noiseTotal * ECHO_VS_NOISE, caller: over >= CALLER_BANDS };
+  }
+}

@@ -1,0 +1,182 @@
+/**
+ * Echo-aware barge-in end to end: a fake Twilio gateway whose caller's line echoes what the gateway
+ * plays (its delay, loss, impulse response and noise known; through mu-law), at real time, against the
+ * whole app. The echo's reference is the app's own playout: its clock estimate, the gateway's marks and
+ * the inbound audio's arrival put the two on one timeline, which only a real run can check.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeMulaw, encodeMulaw } from '../../src/audio/g711.js';
+import { resampleWhole } from '../../src/audio/resampler.js';
+import { espeakSpeech } from '../../testkit/audio.js';
+import { EchoLine, atLevel, type EchoPath } from '../../testkit/echo-line.js';
+import { SseReader } from '../../testkit/sse.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { FakeTwilio } from '../helpers/gateways/twilio.js';
+
+const FRAME_SAMPLES = 160;
+const FRAME_MS = 20;
+const REPLY = 'This is a long answer that goes on and on, with every reason to cut in. '.repeat(12);
+
+/**
+ * The caller's side of a line that echoes: what the gateway played is kept on the wall clock, and
+ * every 20 ms, on a drift-free schedule as a gateway's own
+ * clock sends it, the caller's frame is the echo of what played one frame earlier, plus the caller's
+ * speech when it talks, plus line noise.
+ */
+class EchoingCaller {
+  private readonly line: EchoLine;
+  private timer: NodeJS.Timeout | undefined;
+  private heard = 0;
+  /** Where the gateway's playout is up to (samples from `origin`). */
+  private cursor = 0;
+  /** What played, by wall time: 8 samples per ms from `origin`. */
+  private readonly played = new Int16Array(8 * 120_000);
+  private readonly origin = performance.now();
+  private readonly startedAt = performance.now();
+  private frames = 0;
+  private speech: Int16Array | undefined;
+  private speechAt = 0;
+  private stopped = false;
+  /** Inbound timestamp (ms) of the caller's speech onset, once it talked. */
+  onsetMs: number | undefined;
+  /** performance.now() when the frame with the speech onset went out. */
+  onsetSentAt: number | undefined;
+
+  constructor(
+    readonly gateway: FakeTwilio,
+    path: EchoPath,
+  ) {
+    this.line = new EchoLine({ sampleRate: 8000, ...path, noiseDbfs: -50, mulaw: false, seed: 7 });
+    this.schedule();
+  }
+
+  /** The caller starts talking: `samples` at 8 kHz, whose speech begins at sample `onset`. */
+  talk(samples: Int16Array, onset: number): void {
+    this.speech = samples;
+    this.speechAt = 0;
+    this.onsetMs = this.gateway.inboundTimestampMs + (onset / 8000) * 1000;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const due = this.startedAt + (this.frames + 1) * FRAME_MS;
+    this.timer = setTimeout(
+      () => {
+        this.tick();
+        this.schedule();
+      },
+      Math.max(0, due - performance.now()),
+    );
+  }
+
+  private tick(): void {
+    // An ideal gateway's playout: each message right after the one before, or on arrival when the
+    // buffer had run dry; a clear drops what had not played. (The fake's own playout runs on a 5 ms
+    // timer, whose jitter a real gateway's echo does not have.)
+    const received = this.gateway.received;
+    for (; this.heard < received.length; this.heard++) {
+      const r = received[this.heard]!;
+      if (r.event === 'clear') {
+        const at = Math.round((r.at - this.origin) * 8);
+        this.played.fill(0, Math.max(0, at), Math.max(0, Math.min(this.played.length, this.cursor)));
+        this.cursor = at;
+      } else if (r.event === 'media' && r.bytes) {
+        const from = Math.max(this.cursor, Math.round((r.at - this.origin) * 8));
+        this.played.set(decodeMulaw(r.bytes).subarray(0, Math.max(0, this.played.length - from)), from);
+        this.cursor = from + r.bytes.length;
+      }
+    }
+    // The frame's own span on the caller's clock, and what played one frame before it (the echo path's
+    // delay comes on top, in the line).
+    const frameStart = this.startedAt + this.frames * FRAME_MS;
+    const from = Math.round((frameStart - FRAME_MS - this.origin) * 8);
+    const heard = this.played.slice(Math.max(0, from), Math.max(0, from) + FRAME_SAMPLES);
+    this.frames++;
+    let caller: Int16Array | undefined;
+    if (this.speech) {
+      caller = new Int16Array(FRAME_SAMPLES);
+      caller.set(this.speech.subarray(this.speechAt, this.speechAt + FRAME_SAMPLES));
+      if (
+        this.onsetSentAt === undefined &&
+        this.onsetMs !== undefined &&
+        this.gateway.inboundTimestampMs + FRAME_MS > this.onsetMs
+      )
+        this.onsetSentAt = performance.now();
+      this.speechAt += FRAME_SAMPLES;
+      if (this.speechAt >= this.speech.length) this.speech = undefined;
+    }
+    this.gateway.sendAudio(encodeMulaw(this.line.next(heard, FRAME_SAMPLES, caller)));
+  }
+}
+
+describe('echo-aware barge-in over a real call (Twilio)', () => {
+  let withEcho: TestApp;
+  let speech: Int16Array;
+  let speechOnset = 0;
+  beforeAll(async () => {
+    withEcho = await startTestApp({ calls: { defaultFlow: null } });
+    speech = atLevel(
+      resampleWhole(await espeakSpeech('Sorry, can I stop you there?', 'en-us+f3', 60), 22_050, 8000),
+      -20,
+    );
+    while (Math.abs(speech[speechOnset]!) < 300) speechOnset++;
+  });
+  afterAll(async () => {
+    await withEcho.close();
+  });
+
+  async function call(
+    app: TestApp,
+    path: EchoPath,
+  ): Promise<{ g: FakeTwilio; caller: EchoingCaller; sse: SseReader }> {
+    const g = new FakeTwilio(`${app.url.replace('http:', 'ws:')}/media/twilio`);
+    await g.start();
+    await g.until(() => app.app.calls.get(g.callSid)?.state.status === 'active', 5000, 'the call');
+    const caller = new EchoingCaller(g, path);
+    const sse = new SseReader(`${app.url}/calls/${g.callSid}/events`);
+    const res = await fetch(`${app.url}/calls/${g.callSid}/say`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: REPLY, wait: false }),
+    });
+    expect(res.status).toBe(202);
+    return { g, caller, sse };
+  }
+
+  it.each([
+    { delayMs: 60, erlDb: 6 },
+    { delayMs: 250, erlDb: 10 },
+  ])(
+    'the bot is not cut by its own echo ($delayMs ms, $erlDb dB), and the caller talking over it is heard at once',
+    async (path) => {
+      const { g, caller, sse } = await call(withEcho, path);
+      try {
+        // Twelve seconds of the bot talking to a caller who only echoes it.
+        await g.until(() => g.playout.playedMs > 12_000, 20_000, 'twelve seconds of the reply');
+        expect(g.received.filter((r) => r.event === 'clear')).toEqual([]);
+        caller.talk(speech, speechOnset);
+        await g.until(() => g.received.some((r) => r.event === 'clear'), 3000, 'the clear');
+        const clearAt = g.received.find((r) => r.event === 'clear')!.at;
+        await sse.until((e) => e.some((x) => x.event === 'barge-in'));
+        const event = sse.of('barge-in')[0] as { onset_ms: number; detected_ms: number };
+        // Found from where the caller's speech began (inbound timeline, not a wall-clock figure): the
+        // cautious rule alone (400 ms of speech) would not have been enough, it also cuts the bot on
+        // its echo (test/unit/audio/echo.test.ts).
+        expect(event.onset_ms).toBeGreaterThan(caller.onsetMs! - 100);
+        expect(event.detected_ms - caller.onsetMs!).toBeLessThan(700);
+        // Wall clock, a sanity bound only: onset sent → clear received.
+        expect(clearAt - caller.onsetSentAt!).toBeLessThan(1500);
+      } finally {
+        caller.stop();
+        sse.close();
+        await g.close();
+      }
+    },
+    40_000,
+  );
+});

@@ -1,0 +1,235 @@
+/**
+ * Echo-aware barge-in on deterministic synthetic lines: the bot's speech (the engine's, at −20 dBFS)
+ * echoed back through a known path (delay, loss, a short impulse response, mu-law, line noise), the
+ * caller's speech added at known times. The estimator must find the path, and follow it when it
+ * changes; the detector must not take the echo for the caller, and must still hear the caller over it.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { resampleWhole } from '../../../src/audio/resampler.js';
+import {
+  EchoEstimator,
+  REFERENCE_ADVANCE_MS,
+  SileroModel,
+  SpeechOnsetDetector,
+  type EchoVerdict,
+} from '../../../src/audio/vad/index.js';
+import { espeakSpeech } from '../../../testkit/audio.js';
+import { EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
+import { seeded } from '../../../testkit/random.js';
+import { UTTERANCES, VOICES } from '../../../testkit/vad-audio.js';
+
+const RATE = 8000;
+const WINDOW = 256;
+const CHUNK = 160;
+const ADVANCE = (REFERENCE_ADVANCE_MS * RATE) / 1000;
+const ENGINE_RATE = 22_050;
+const BOT_LINES = [
+  'Hello, and thank you for calling. This is a demonstration of live speech over a phone line.',
+  'You can interrupt me at any moment simply by speaking, and I will stop and listen.',
+  'For opening hours, press one. To hear this menu again, press two. To leave a message, press three.',
+  'The old bridge creaks as the travellers cross the river at dawn, and the ferryman counts their coins.',
+];
+
+/** The bot talking for `seconds`: its lines one after another, with pauses between them. */
+let bot: Int16Array;
+/** Caller utterances at −20 dBFS, with where their speech starts. */
+let callers: Array<{ samples: Int16Array; onset: number }>;
+let model: SileroModel;
+
+beforeAll(async () => {
+  const random = seeded(5);
+  const lines = await Promise.all(
+    BOT_LINES.map(async (text, i) =>
+      atLevel(resampleWhole(await espeakSpeech(text, i % 2 ? 'en-gb' : 'en-us', 50), ENGINE_RATE, RATE), -20),
+    ),
+  );
+  const parts: Int16Array[] = [];
+  let length = 0;
+  for (let i = 0; length < RATE * 75; i++) {
+    const pause = new Int16Array(Math.floor(RATE * (0.2 + random() * 0.5)));
+    parts.push(lines[i % lines.length]!, pause);
+    length += lines[i % lines.length]!.length + pause.length;
+  }
+  bot = new Int16Array(length + RATE);
+  let offset = 0;
+  for (const p of parts) {
+    bot.set(p, offset);
+    offset += p.length;
+  }
+  callers = await Promise.all(
+    UTTERANCES.slice(0, 6).map(async (text, i) => {
+      const [voice, pitch] = VOICES[i % VOICES.length]!;
+      const samples = atLevel(resampleWhole(await espeakSpeech(text, voice, pitch), ENGINE_RATE, RATE), -20);
+      let onset = 0;
+      while (Math.abs(samples[onset]!) < 300) onset++;
+      return { samples, onset };
+    }),
+  );
+  model = await SileroModel.load();
+}, 60_000);
+
+interface Line extends EchoPath {
+  noiseDbfs?: number;
+  /** A new path from this second on. */
+  change?: { atSeconds: number; path: EchoPath };
+}
+
+/** The caller's audio and the reference, window by window, for `seconds` of the bot talking. */
+function* windows(
+  line: Line,
+  seconds: number,
+  caller?: Int16Array,
+): Generator<[Int16Array, Int16Array, number]> {
+  const echo = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
+  for (let t = 0; t + WINDOW + ADVANCE <= Math.min(bot.length, seconds * RATE); t += WINDOW) {
+    if (line.change && t === Math.round((line.change.atSeconds * RATE) / WINDOW) * WINDOW)
+      echo.setPath(line.change.path);
+    const inbound = echo.next(bot.subarray(t, t + WINDOW), WINDOW, caller?.subarray(t, t + WINDOW));
+    yield [inbound, bot.subarray(t + ADVANCE, t + ADVANCE + WINDOW), t / RATE];
+  }
+}
+
+describe('echo estimator', () => {
+  it.each([
+    { delayMs: 40, erlDb: 6 },
+    { delayMs: 300, erlDb: 6, noiseDbfs: -40 },
+    { delayMs: 150, erlDb: 12, noiseDbfs: -45 },
+  ])('finds the path of a line ($delayMs ms, $erlDb dB, noise $noiseDbfs dBFS) within 3 s', (line) => {
+    const estimator = new EchoEstimator(RATE);
+    let convergedAt: number | undefined;
+    let last: EchoVerdict | undefined;
+    let echoWindows = 0;
+    let callerWindows = 0;
+    for (const [inbound, reference, at] of windows(line, 40)) {
+      last = estimator.process(inbound, reference);
+      if (last.converged) convergedAt ??= at;
+      if (at > 3 && last.echo) {
+        echoWindows++;
+        if (last.caller) callerWindows++;
+      }
+    }
+    expect(convergedAt).toBeLessThan(3);
+    expect(Math.abs(last!.delayMs! - line.delayMs)).toBeLessThanOrEqual(16);
+    expect(Math.abs(last!.erlDb! - line.erlDb)).toBeLessThan(5);
+    // The bot talked nearly all the time: its echo was expected, and explained, in nearly every window.
+    expect(echoWindows).toBeGreaterThan(0.6 * ((37 * RATE) / WINDOW));
+    expect(callerWindows / echoWindows).toBeLessThan(0.02);
+  });
+
+  it('on a line without echo (the carrier cancels it) finds none, and expects none', () => {
+    const estimator = new EchoEstimator(RATE);
+    let last: EchoVerdict | undefined;
+    let expected = 0;
+    for (const [inbound, reference, at] of windows({ delayMs: 0, erlDb: 200, noiseDbfs: -45 }, 20)) {
+      last = estimator.process(inbound, reference);
+      if (at > 3 && last.echo) expected++;
+    }
+    expect(last!.converged).toBe(true);
+    expect(last!.delayMs).toBeUndefined();
+    expect(expected).toBe(0);
+  });
+
+  it('follows an echo path that changes mid-call (a transfer): re-converges on the new delay', () => {
+    const estimator = new EchoEstimator(RATE);
+    const delays: Array<[number, number | undefined]> = [];
+    const line = {
+      delayMs: 40,
+      erlDb: 6,
+      noiseDbfs: -45,
+      change: { atSeconds: 20, path: { delayMs: 250, erlDb: 10 } },
+    };
+    for (const [inbound, reference, at] of windows(line, 40)) {
+      const v = estimator.process(inbound, reference);
+      delays.push([at, v.delayMs]);
+    }
+    const before = delays.find(([at]) => at >= 19.5)![1]!;
+    expect(Math.abs(before - 40)).toBeLessThanOrEqual(16);
+    const after = delays.filter(([at]) => at >= 24).map(([, d]) => d!);
+    expect(after.every((d) => Math.abs(d - 250) <= 16)).toBe(true);
+  });
+
+  it('refuses a reference of another length', () => {
+    expect(() => new EchoEstimator(RATE).process(new Int16Array(256), new Int16Array(255))).toThrow(
+      RangeError,
+    );
+  });
+});
+
+describe('echo-aware barge-in detector', () => {
+  /** Feeds `seconds` of the line in 20 ms chunks; the onsets found, as detected (ms). */
+  async function run(line: Line, seconds: number, caller?: Int16Array, echo = true): Promise<number[]> {
+    const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo });
+    const line20 = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
+    const onsets: number[] = [];
+    for (let t = 0; t + CHUNK + ADVANCE <= Math.min(bot.length, seconds * RATE); t += CHUNK) {
+      if (line.change && t === line.change.atSeconds * RATE) line20.setPath(line.change.path);
+      const inbound = line20.next(bot.subarray(t, t + CHUNK), CHUNK, caller?.subarray(t, t + CHUNK));
+      const onset = await detector.push(inbound, {
+        timestampMs: (t / RATE) * 1000,
+        botAudible: true,
+        reference: bot.slice(t + ADVANCE, t + ADVANCE + CHUNK),
+      });
+      if (onset) onsets.push(onset.detectedMs);
+    }
+    return onsets;
+  }
+
+  /** The caller talking over the bot from 10 s on, every 5 s; the true onsets (ms). */
+  function talkOver(seconds: number): { track: Int16Array; onsets: number[] } {
+    const track = new Int16Array(seconds * RATE);
+    const onsets: number[] = [];
+    for (let k = 0, t = 10 * RATE; t + 3 * RATE < track.length; k++, t += 5 * RATE) {
+      const u = callers[k % callers.length]!;
+      track.set(u.samples.subarray(0, Math.min(u.samples.length, track.length - t)), t);
+      onsets.push(((t + u.onset) / RATE) * 1000);
+    }
+    return { track, onsets };
+  }
+
+  it.each([
+    { delayMs: 40, erlDb: 6 },
+    { delayMs: 300, erlDb: 6, noiseDbfs: -40 },
+    { delayMs: 150, erlDb: 12, noiseDbfs: -30 },
+  ])(
+    'a minute of the bot talking to a caller who only echoes it ($delayMs ms, $erlDb dB, noise $noiseDbfs) barges in never',
+    async (line) => {
+      expect(await run(line, 60)).toEqual([]);
+    },
+    60_000,
+  );
+
+  it('the same minute without echo detection barges in on the echo (the cautious 400 ms rule is not enough)', async () => {
+    expect((await run({ delayMs: 40, erlDb: 6 }, 60, undefined, false)).length).toBeGreaterThan(3);
+  }, 60_000);
+
+  it.each([
+    { delayMs: 40, erlDb: 6, noiseDbfs: -45 },
+    { delayMs: 300, erlDb: 6, noiseDbfs: -40 },
+    { delayMs: 0, erlDb: 200, noiseDbfs: -40 },
+  ])(
+    'the caller talking over the bot ($delayMs ms, $erlDb dB) is heard after a short run of speech',
+    async (line) => {
+      const { track, onsets } = talkOver(45);
+      const found = await run(line, 45, track);
+      const latencies = onsets.map((on) => found.find((d) => d >= on && d < on + 1500)! - on);
+      // Every onset caught; no onset where the caller said nothing.
+      expect(latencies.every((l) => Number.isFinite(l))).toBe(true);
+      expect(found.length).toBe(onsets.length);
+      latencies.sort((a, b) => a - b);
+      // On the inbound timeline, so not a wall-clock figure: the median within the 250 ms target.
+      expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(250);
+      expect(latencies.at(-1)).toBeLessThan(1000);
+    },
+    60_000,
+  );
+
+  it('an echo path that changes mid-call costs at most one barge-in at the change, then none', async () => {
+    const found = await run(
+      { delayMs: 40, erlDb: 6, noiseDbfs: -45, change: { atSeconds: 15, path: { delayMs: 250, erlDb: 10 } } },
+      60,
+    );
+    expect(found.filter((d) => d < 15_000)).toEqual([]);
+    expect(found.filter((d) => d >= 15_000 && d < 17_000).length).toBeLessThanOrEqual(1);
+    expect(found.filter((d) => d >= 17_000)).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,111 @@
+/**
+ * A phone line that echoes the bot, for judging barge-in: what the caller's side sends back is the
+ * bot's audio as the caller heard it, delayed by the echo path, attenuated by its echo return loss
+ * (ERL) and smeared by a short impulse response (a 2-wire hybrid's, or a speakerphone's), plus the
+ * caller's own speech, plus line noise, through G.711 mu-law. Deterministic for a seed.
+ *
+ * Use it sample-synchronously: each call to `next()` takes the n samples of bot audio that played
+ * during those n samples of the caller's time (silence when the bot was quiet) and returns the n
+ * samples the gateway sends inbound.
+ */
+import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
+import { seeded } from './random.js';
+
+export interface EchoPath {
+  /** The echo's delay behind the bot's audio at the caller's ear (ms). */
+  delayMs: number;
+  /** Echo return loss (dB): how much quieter the echo is than the bot. */
+  erlDb: number;
+}
+
+export interface EchoLineOptions extends EchoPath {
+  sampleRate: number;
+  /** Line noise level (dBFS RMS); undefined: none. Against speech at −20 dBFS, −40 is 20 dB SNR. */
+  noiseDbfs?: number | undefined;
+  /** Through mu-law and back. Default true. */
+  mulaw?: boolean;
+  seed?: number;
+}
+
+/** A short, decaying echo impulse response (taps at the line's rate, before the ERL gain). */
+const IMPULSE = [1, 0.45, -0.25, 0.12, -0.05];
+
+export class EchoLine {
+  private readonly sampleRate: number;
+  private readonly mulaw: boolean;
+  private readonly random: () => number;
+  private readonly noiseAmplitude: number;
+  /** The bot's audio heard so far, long enough for the longest delay. */
+  private history: Float32Array;
+  private written = 0;
+  private path: EchoPath;
+  private gain = 0;
+  private delaySamples = 0;
+
+  constructor(options: EchoLineOptions) {
+    this.sampleRate = options.sampleRate;
+    this.mulaw = options.mulaw ?? true;
+    this.random = seeded(options.seed ?? 1);
+    // Uniform noise of amplitude a has RMS a/√3.
+    this.noiseAmplitude =
+      options.noiseDbfs === undefined ? 0 : 32768 * 10 ** (options.noiseDbfs / 20) * Math.sqrt(3);
+    this.history = new Float32Array(options.sampleRate * 2);
+    this.path = { delayMs: options.delayMs, erlDb: options.erlDb };
+    this.setPath(this.path);
+  }
+
+  /** A new echo path from the next sample on (a transfer, a speakerphone switched on). */
+  setPath(path: EchoPath): void {
+    this.path = { ...path };
+    this.delaySamples = Math.round((path.delayMs * this.sampleRate) / 1000);
+    const energy = Math.sqrt(IMPULSE.reduce((s, h) => s + h * h, 0));
+    this.gain = 10 ** (-path.erlDb / 20) / energy;
+    if (this.delaySamples + IMPULSE.length + this.sampleRate > this.history.length) {
+      const longer = new Float32Array(this.delaySamples + IMPULSE.length + this.sampleRate * 2);
+      longer.set(this.history.subarray(0, Math.min(this.written, this.history.length)));
+      this.history = longer;
+    }
+  }
+
+  get currentPath(): EchoPath {
+    return { ...this.path };
+  }
+
+  /**
+   * `played`: the bot's audio during these samples (silence when it was quiet); `caller`: the
+   * caller's own sound (speech, a cough), same length, or none. Returns what the line sends.
+   */
+  next(played: Int16Array | undefined, n: number, caller?: Int16Array): Int16Array {
+    const out = new Int16Array(n);
+    const size = this.history.length;
+    for (let i = 0; i < n; i++) {
+      const at = this.written + i;
+      this.history[at % size] = played ? played[i]! : 0;
+      let echo = 0;
+      for (let k = 0; k < IMPULSE.length; k++) {
+        const from = at - this.delaySamples - k;
+        if (from >= 0 && from > at - size) echo += IMPULSE[k]! * this.history[from % size]!;
+      }
+      let v = echo * this.gain + (caller ? caller[i]! : 0);
+      if (this.noiseAmplitude > 0) v += (this.random() * 2 - 1) * this.noiseAmplitude;
+      out[i] = Math.max(-32768, Math.min(32767, Math.round(v)));
+    }
+    this.written += n;
+    return this.mulaw ? decodeMulaw(encodeMulaw(out)) : out;
+  }
+}
+
+/** Scales `samples` to an RMS level (dBFS) over its loud part: how test speech is levelled. */
+export function atLevel(samples: Int16Array, dbfs: number): Int16Array {
+  let sum = 0;
+  let count = 0;
+  for (const s of samples)
+    if (Math.abs(s) > 100) {
+      sum += s * s;
+      count++;
+    }
+  if (count === 0) return samples.slice();
+  const rms = Math.sqrt(sum / count);
+  const g = (32768 * 10 ** (dbfs / 20)) / rms;
+  return Int16Array.from(samples, (s) => Math.max(-32768, Math.min(32767, Math.round(s * g))));
+}
