@@ -6,9 +6,11 @@ import { benchCallsLoad } from './calls.js';
 import { benchCluster, benchSharedPhrases } from './cluster.js';
 import { benchDiscord } from './discord.js';
 import { benchDiscordShards } from './discord-shards.js';
+import { benchEchoLines } from './echo-lines.js';
 import { benchRelay } from './relay.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
+import { benchTalkers } from './talkers.js';
 import { benchVad } from './vad.js';
 
 console.log(
@@ -19,6 +21,7 @@ if (!only || only === 'service') await benchService();
 if (!only || only === 'speaker') await benchSpeaker();
 if (!only || only === 'vad') await benchVad();
 if (!only || only === 'barge-in') await benchBargeIn();
+if (!only || only === 'echo-lines') await benchEchoLines();
 if (!only || only === 'calls') await benchCallsLoad();
 if (!only || only === 'cluster') await benchCluster();
 if (!only || only === 'cluster' || only === 'shared-phrases') await benchSharedPhrases();
@@ -26,3 +29,4 @@ if (!only || only === 'discord') await benchDiscord();
 if (!only || only === 'discord-shards') await benchDiscordShards();
 if (!only || only === 'browser-phone') await benchBrowserPhone();
 if (!only || only === 'relay') await benchRelay();
+if (!only || only === 'talkers') await benchTalkers(process.argv.slice(3));

@@ -74,13 +74,28 @@ const DELAY_SWITCH_CELLS = 25;
  * (from `LOSS_START_DB`, too loud, so on the cautious side) and the echo is judged as when not converged.
  */
 const SETTLE_CELLS = 60;
-/** Active reference cells with no delay found after which the echo counts as absent (≈ 2 s). */
-const ABSENT_AFTER_CELLS = 250;
 /**
- * Until the path is found, the echo is taken to be the bot at its loudest over every lag, this much
- * quieter: ITU-T G.168's 6 dB, the least loss of a 2-wire hybrid.
+ * Active reference cells with no delay found after which the echo counts as absent (≈ 2 s), provided
+ * the caller's line stayed near its noise floor while the bot talked (its level over the floor, a
+ * running mean in dB, under `ABSENT_BELOW_DB`): a line that gets louder whenever the bot talks has an
+ * echo, found or not, and keeps the cautious rule.
  */
-const UNCONVERGED_GAIN = 10 ** (-6 / 10);
+const ABSENT_AFTER_CELLS = 250;
+const ABSENT_BELOW_DB = 3.5;
+/**
+ * Until the path is found (the first second or two of the bot's speech on a call), the echo is taken
+ * to be the bot at its loudest over every lag, this much quieter. 12 dB: a caller talking at the
+ * bot's level is heard from the first second, at the price of one early false barge-in on the loudest
+ * lines (a hybrid's 6 dB), which resume takes back.
+ */
+const UNCONVERGED_GAIN = 10 ** (-12 / 10);
+/**
+ * Where no delay was found, an echo may still be there, too weak for the search (about the line's
+ * noise): up to this much under the bot at its loudest.
+ */
+const UNSEEN_GAIN = 10 ** (-20 / 10);
+/** The caller's line counts for the delay search when this much over its noise floor (≈ 3 dB). */
+const IN_ACTIVE = 1.25;
 /** Running means of the bit thresholds: weight on the newest active cell. */
 const MEAN_ALPHA = 0.02;
 /** Loss median tracker: step (dB), growing with a streak of steps one way, up to MAX. */
@@ -189,6 +204,9 @@ export class EchoEstimator {
   private candidate = -1;
   private candidateCells = 0;
   private activeCells = 0;
+  /** Running mean (dB) of the caller's level over the noise floor while the bot plays. */
+  private loudnessDb = 0;
+  private foundAbsent = false;
   /** Per band: the echo's gain (dB) and the median tracker's streak (signed). */
   private readonly lossDb = new Float64Array(BANDS).fill(LOSS_START_DB);
   private readonly streak = new Int32Array(BANDS);
@@ -218,8 +236,7 @@ export class EchoEstimator {
       if (cell.echo) echoCells++;
       if (cell.caller) callerCells++;
     }
-    const converged =
-      this.settled || (this.delayCells === undefined && this.activeCells >= ABSENT_AFTER_CELLS);
+    const converged = this.settled || this.absent;
     let erlDb: number | undefined;
     if (this.delayCells !== undefined) {
       let sum = 0;
@@ -233,6 +250,16 @@ export class EchoEstimator {
       delayMs: this.delayCells === undefined ? undefined : this.delayCells * HOP_MS - REFERENCE_ADVANCE_MS,
       erlDb,
     };
+  }
+
+  /**
+   * No echo: the bot talked long enough, no delay stood out, and the line stayed quiet meanwhile. Once
+   * so, it stays so (the caller talking over the bot later makes the line loud) until a delay is found.
+   */
+  private get absent(): boolean {
+    if (this.delayCells !== undefined) return false;
+    this.foundAbsent ||= this.activeCells >= ABSENT_AFTER_CELLS && this.loudnessDb < ABSENT_BELOW_DB;
+    return this.foundAbsent;
   }
 
   /** A delay is known and its loss has had time to settle. */
@@ -254,6 +281,8 @@ export class EchoEstimator {
     this.candidate = -1;
     this.candidateCells = 0;
     this.activeCells = 0;
+    this.loudnessDb = 0;
+    this.foundAbsent = false;
     this.lossDb.fill(LOSS_START_DB);
     this.streak.fill(0);
     this.blockCells = 0;
@@ -309,13 +338,17 @@ export class EchoEstimator {
       this.previousMin.set(this.blockMin);
       this.blockCells = 0;
     }
-    const inOn = inTotal > noiseTotal * 2;
+    const inOn = inTotal > noiseTotal * IN_ACTIVE;
     if (inOn)
       for (let b = 0; b < BANDS; b++) {
         const l = Math.log(this.inBands[b]! + 1e-3);
         this.inMean[b] = this.inMean[b]! + MEAN_ALPHA * (l - this.inMean[b]!);
       }
-    if (refOn) this.activeCells++;
+    if (refOn) {
+      this.activeCells++;
+      const overDb = Math.max(-10, Math.min(30, 10 * Math.log10((inTotal + 1e-6) / (noiseTotal + 1e-6))));
+      this.loudnessDb += Math.max(MEAN_ALPHA, 1 / this.activeCells) * (overDb - this.loudnessDb);
+    }
     if (inOn) this.trackDelay(inBits);
     if (this.delayCells !== undefined) this.trackLoss();
     return this.judge(noiseTotal);
@@ -405,12 +438,12 @@ export class EchoEstimator {
     for (let b = 0; b < BANDS; b++) {
       let e: number;
       if (delay !== undefined) e = this.refAround(b, delay) * 10 ** (this.lossDb[b]! / 10);
-      else if (this.delayCells === undefined && this.activeCells >= ABSENT_AFTER_CELLS) e = 0;
       else {
-        // Not converged: any lag may hold the echo, as loud as a hybrid's loss lets it be.
+        // No delay known: any lag may hold the echo, as loud as a hybrid's loss lets it be; none was
+        // found, it may still be there, under what the search sees.
         e = 0;
         for (let lag = 0; lag < HISTORY; lag++) e = Math.max(e, this.refPower[lag * BANDS + b]!);
-        e *= UNCONVERGED_GAIN;
+        e *= this.absent ? UNSEEN_GAIN : UNCONVERGED_GAIN;
       }
       echo[b] = e;
       echoTotal += e;

@@ -1,0 +1,354 @@
+/**
+ * Barge-in on lines that echo the bot, end to end: 18 Twilio-protocol calls at once, one per line
+ * (echo paths from 40 to 300 ms and 6 to 30 dB of echo return loss, and lines without echo; no line
+ * noise, 20 and 10 dB SNR against the caller's −20 dBFS speech; all through mu-law). Each caller's side
+ * plays what it receives as a gateway does (each message after the one before, a clear drops the rest)
+ * and sends back, every 20 ms on its own clock, the echo of what played plus noise plus its speech.
+ *
+ * First the bot talks to callers who only echo it (`ECHO_SECONDS` each): every clear is a false
+ * barge-in. Then, round after round, each caller talks over the bot 1.5–3 s into a reply: onset (the
+ * frame carrying the speech onset leaves) → the clear arriving, or missed when none comes within 2 s.
+ * The same run with `calls.bargeIn.echo: false` (the 400 ms rule alone) is the baseline.
+ */
+import WebSocket from 'ws';
+import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
+import { resampleWhole } from '../src/audio/resampler.js';
+import { espeakSpeech } from '../testkit/audio.js';
+import { EchoLine, atLevel, type EchoPath } from '../testkit/echo-line.js';
+import { UTTERANCES, VOICES } from '../testkit/vad-audio.js';
+import { startBenchApp, type BenchApp } from './app.js';
+import { fmt, percentile, printTable } from './stats.js';
+
+const RATE = 8000;
+const FRAME_MS = 20;
+const FRAME = 160;
+const ECHO_SECONDS = Number(process.env['ECHO_SECONDS'] ?? 60);
+const ROUNDS = Number(process.env['ROUNDS'] ?? 8);
+const REPLY =
+  'Thank you for waiting. I will now read you the full terms of your booking, so please listen carefully. '.repeat(
+    30,
+  );
+const PATHS: ReadonlyArray<EchoPath | undefined> = [
+  { delayMs: 40, erlDb: 6 },
+  { delayMs: 300, erlDb: 6 },
+  { delayMs: 150, erlDb: 12 },
+  { delayMs: 80, erlDb: 20 },
+  { delayMs: 250, erlDb: 30 },
+  undefined,
+];
+/** Line noise (dBFS) against the caller's −20 dBFS: none, 20 dB and 10 dB SNR. */
+const NOISES: ReadonlyArray<number | undefined> = [undefined, -40, -30];
+
+interface Line {
+  path: EchoPath | undefined;
+  noiseDbfs: number | undefined;
+}
+
+/** The caller's side of one line. */
+class EchoCaller {
+  readonly callSid: string;
+  readonly streamSid: string;
+  private readonly ws: WebSocket;
+  private readonly line: EchoLine;
+  /** What played, on the wall clock: a ring of 4 s at 8 kHz, indexed by samples since `origin`. */
+  private readonly played = new Int16Array(RATE * 4);
+  private readonly origin = performance.now();
+  private cursor = 0;
+  private startedAt = 0;
+  private frames = 0;
+  private seq = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private speech: Int16Array | undefined;
+  private speechAt = 0;
+  private onsetSample = 0;
+  /** performance.now() of each clear received. */
+  readonly clears: number[] = [];
+  onsetSentAt: number | undefined;
+  /** ms of audio received. */
+  receivedMs = 0;
+
+  constructor(
+    url: string,
+    i: number,
+    readonly spec: Line,
+  ) {
+    this.callSid = `CA${String(i).padStart(32, '0')}`;
+    this.streamSid = `MZ${String(i).padStart(32, '0')}`;
+    this.line = new EchoLine({
+      sampleRate: RATE,
+      ...(spec.path ?? { delayMs: 0, erlDb: 200 }),
+      noiseDbfs: spec.noiseDbfs ?? -90,
+      seed: i + 1,
+    });
+    this.ws = new WebSocket(url);
+    this.ws.on('message', (data: Buffer) => this.onMessage(data));
+  }
+
+  async start(): Promise<void> {
+    await new Promise((r) => this.ws.once('open', r));
+    this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+    this.send({
+      event: 'start',
+      sequenceNumber: String(++this.seq),
+      start: {
+        accountSid: 'AC0',
+        streamSid: this.streamSid,
+        callSid: this.callSid,
+        tracks: ['inbound'],
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: RATE, channels: 1 },
+        customParameters: {},
+      },
+      streamSid: this.streamSid,
+    });
+    this.startedAt = performance.now();
+    this.schedule();
+  }
+
+  /** Starts talking: `samples` whose speech begins at sample `onset`. */
+  talk(samples: Int16Array, onset: number): void {
+    this.speech = samples;
+    this.speechAt = 0;
+    this.onsetSample = onset;
+    this.onsetSentAt = undefined;
+  }
+
+  get talking(): boolean {
+    return this.speech !== undefined;
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.ws.close();
+  }
+
+  private at(ms: number): number {
+    return Math.round((ms - this.origin) * (RATE / 1000));
+  }
+
+  private onMessage(data: Buffer): void {
+    const now = performance.now();
+    const m = JSON.parse(data.toString('utf8')) as {
+      event: string;
+      media?: { payload: string };
+      mark?: unknown;
+    };
+    if (m.event === 'media') {
+      const audio = decodeMulaw(Buffer.from(m.media!.payload, 'base64'));
+      this.receivedMs += audio.length / 8;
+      const from = Math.max(this.cursor, this.at(now));
+      for (let i = 0; i < audio.length; i++) this.played[(from + i) % this.played.length] = audio[i]!;
+      this.cursor = from + audio.length;
+    } else if (m.event === 'clear') {
+      this.clears.push(now);
+      const at = this.at(now);
+      for (let i = at; i < this.cursor; i++) this.played[i % this.played.length] = 0;
+      this.cursor = at;
+    } else if (m.event === 'mark') {
+      const wait = (this.cursor * 1000) / RATE + this.origin - now;
+      const back = (): void => this.send({ event: 'mark', streamSid: this.streamSid, mark: m.mark });
+      if (wait <= 0) back();
+      else setTimeout(back, wait);
+    }
+  }
+
+  private schedule(): void {
+    const due = this.startedAt + (this.frames + 1) * FRAME_MS;
+    this.timer = setTimeout(
+      () => {
+        this.tick();
+        this.schedule();
+      },
+      Math.max(0, due - performance.now()),
+    );
+  }
+
+  private tick(): void {
+    // The echo of what played during the frame before this one.
+    const from = this.at(this.startedAt + (this.frames - 1) * FRAME_MS);
+    const heard = new Int16Array(FRAME);
+    for (let i = 0; i < FRAME; i++) {
+      const k = from + i;
+      if (k >= 0 && k < this.cursor && k > this.cursor - this.played.length)
+        heard[i] = this.played[k % this.played.length]!;
+    }
+    let caller: Int16Array | undefined;
+    if (this.speech) {
+      caller = this.speech.subarray(this.speechAt, this.speechAt + FRAME);
+      if (caller.length < FRAME) {
+        const padded = new Int16Array(FRAME);
+        padded.set(caller);
+        caller = padded;
+      }
+      if (this.onsetSentAt === undefined && this.speechAt + FRAME > this.onsetSample)
+        this.onsetSentAt = performance.now();
+      this.speechAt += FRAME;
+      if (this.speechAt >= this.speech.length) this.speech = undefined;
+    }
+    const payload = encodeMulaw(this.line.next(heard, FRAME, caller));
+    this.send({
+      event: 'media',
+      sequenceNumber: String(++this.seq),
+      media: {
+        track: 'inbound',
+        chunk: String(this.frames),
+        timestamp: String(this.frames * FRAME_MS),
+        payload: Buffer.from(payload).toString('base64'),
+      },
+      streamSid: this.streamSid,
+    });
+    this.frames++;
+  }
+
+  private send(m: unknown): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(m));
+  }
+}
+
+interface LineResult {
+  line: Line;
+  falseBargeIns: number;
+  echoMinutes: number;
+  onsetToClearMs: number[];
+  missed: number;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function say(bench: BenchApp, callSid: string, text: string): Promise<void> {
+  const res = await fetch(`${bench.app.url}/calls/${callSid}/say`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ text, wait: false }),
+  });
+  await res.arrayBuffer();
+}
+
+async function interrupt(bench: BenchApp, callSid: string): Promise<void> {
+  await (await fetch(`${bench.app.url}/calls/${callSid}/interrupt`, { method: 'POST' })).arrayBuffer();
+}
+
+async function runLines(
+  echo: boolean,
+  lines: Line[],
+  speech: Array<{ samples: Int16Array; onset: number }>,
+): Promise<LineResult[]> {
+  const bench = await startBenchApp(`echo-${echo}`, { calls: { defaultFlow: null, bargeIn: { echo } } });
+  const url = `${bench.app.url.replace('http:', 'ws:')}/media/twilio`;
+  const callers = lines.map((line, i) => new EchoCaller(url, i, line));
+  try {
+    await Promise.all(callers.map((c) => c.start()));
+    const deadline = performance.now() + 5000;
+    while (bench.app.calls.list().filter((c) => c.state.status === 'active').length < callers.length) {
+      if (performance.now() > deadline) throw new Error('calls did not start');
+      await sleep(20);
+    }
+    return await Promise.all(
+      callers.map(async (caller, ci): Promise<LineResult> => {
+        // The bot talks to a caller who only echoes it; after a false barge-in it is asked again.
+        await say(bench, caller.callSid, REPLY);
+        const echoEnd = performance.now() + ECHO_SECONDS * 1000;
+        let seen = 0;
+        while (performance.now() < echoEnd) {
+          await sleep(200);
+          if (caller.clears.length > seen) {
+            seen = caller.clears.length;
+            await sleep(2500); // a false barge-in may be taken back (resumed); else speak again
+            await interrupt(bench, caller.callSid);
+            await say(bench, caller.callSid, REPLY);
+          }
+        }
+        const falseBargeIns = caller.clears.length;
+        await interrupt(bench, caller.callSid);
+        await sleep(500);
+        const result: LineResult = {
+          line: caller.spec,
+          falseBargeIns,
+          echoMinutes: ECHO_SECONDS / 60,
+          onsetToClearMs: [],
+          missed: 0,
+        };
+        for (let round = 0; round < ROUNDS; round++) {
+          await say(bench, caller.callSid, REPLY);
+          const heardBefore = caller.receivedMs;
+          const waitMs = 1500 + ((round * 7 + ci * 3) % 16) * 100;
+          const heardBy = performance.now() + 10_000;
+          while (caller.receivedMs - heardBefore < waitMs && performance.now() < heardBy) await sleep(10);
+          const clearsBefore = caller.clears.length;
+          const utterance = speech[(round + ci) % speech.length]!;
+          caller.talk(utterance.samples, utterance.onset);
+          const until = performance.now() + 2000 + (utterance.onset / RATE) * 1000;
+          while (caller.clears.length === clearsBefore && performance.now() < until) await sleep(2);
+          const clearAt = caller.clears[clearsBefore];
+          if (clearAt !== undefined && caller.onsetSentAt !== undefined && clearAt >= caller.onsetSentAt)
+            result.onsetToClearMs.push(clearAt - caller.onsetSentAt);
+          else result.missed++;
+          while (caller.talking) await sleep(20);
+          await sleep(1500);
+          await interrupt(bench, caller.callSid);
+          await sleep(300);
+        }
+        return result;
+      }),
+    );
+  } finally {
+    for (const c of callers) c.close();
+    await bench.close();
+  }
+}
+
+function lineName(line: Line): string {
+  const path = line.path ? `${line.path.delayMs} ms, ${line.path.erlDb} dB` : 'no echo';
+  const snr = line.noiseDbfs === undefined ? 'no noise' : `${-20 - line.noiseDbfs} dB SNR`;
+  return `${path}, ${snr}`;
+}
+
+export async function benchEchoLines(): Promise<void> {
+  const speech = await Promise.all(
+    UTTERANCES.map(async (text, i) => {
+      const [voice, pitch, rate] = VOICES[i % VOICES.length]!;
+      const samples = atLevel(resampleWhole(await espeakSpeech(text, voice, pitch, rate), 22_050, RATE), -20);
+      let onset = 0;
+      while (Math.abs(samples[onset]!) < 300) onset++;
+      return { samples, onset };
+    }),
+  );
+  const all: Line[] = NOISES.flatMap((noiseDbfs) => PATHS.map((path) => ({ path, noiseDbfs })));
+  const only = process.env['ECHO_LINES'];
+  const lines = only ? only.split(',').map((i) => all[Number(i)]!) : all;
+  const withEcho = await runLines(true, lines, speech);
+  const baseline = await runLines(false, lines, speech);
+  const groups: Array<[string, (r: LineResult) => boolean]> = [
+    ['lines with echo', (r) => r.line.path !== undefined],
+    ['lines without echo', (r) => r.line.path === undefined],
+    ...NOISES.map((n): [string, (r: LineResult) => boolean] => [
+      `  with echo, ${n === undefined ? 'no noise' : `${-20 - n} dB SNR`}`,
+      (r) => r.line.path !== undefined && r.line.noiseDbfs === n,
+    ]),
+  ];
+  const row = (name: string, rs: LineResult[]): string[] => {
+    const clears = rs.flatMap((r) => r.onsetToClearMs);
+    const onsets = clears.length + rs.reduce((n, r) => n + r.missed, 0);
+    const minutes = rs.reduce((n, r) => n + r.echoMinutes, 0);
+    const falses = rs.reduce((n, r) => n + r.falseBargeIns, 0);
+    return [
+      name,
+      fmt(percentile(clears, 50), 0),
+      fmt(percentile(clears, 95), 0),
+      `${fmt((100 * clears.length) / Math.max(1, onsets), 1)} % of ${onsets}`,
+      `${falses} in ${fmt(minutes, 0)} min (${fmt((falses * 10) / Math.max(1e-9, minutes), 2)} / 10 min)`,
+    ];
+  };
+  printTable(
+    `Barge-in on lines that echo the bot (${lines.length} Twilio calls at once, ${ECHO_SECONDS} s of echo each, ${ROUNDS} talk-overs each)`,
+    ['lines', 'onset → clear p50 (ms)', 'p95 (ms)', 'onsets caught', 'false barge-ins on echo alone'],
+    groups.flatMap(([name, match]) => [
+      row(`${name}: echo-aware`, withEcho.filter(match)),
+      row(`${name}: 400 ms rule (echo: false)`, baseline.filter(match)),
+    ]),
+  );
+  printTable(
+    'Per line, echo-aware',
+    ['line', 'onset → clear p50 (ms)', 'p95 (ms)', 'onsets caught', 'false barge-ins'],
+    withEcho.map((r) => row(lineName(r.line), [r])),
+  );
+}
