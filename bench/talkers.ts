@@ -211,7 +211,11 @@ function onsetFigures(
 
 async function runCase(n: number, rounds: number): Promise<CaseResult> {
   const started = performance.now();
-  const bench = await startBenchApp('talkers', { calls: { defaultFlow: null, maxCalls: n + 10 } });
+  // TALKERS_ECHO=false measures the 400 ms rule alone (calls.bargeIn.echo: false), for a baseline.
+  const echo = process.env['TALKERS_ECHO'] !== 'false';
+  const bench = await startBenchApp('talkers', {
+    calls: { defaultFlow: null, maxCalls: n + 10, bargeIn: { echo } },
+  });
   const { app } = bench;
   const client = fork(fileURLToPath(new URL('./talker-client.js', import.meta.url)), { stdio: 'inherit' });
   const eventsBySid = new Map<string, BargeInEvent[]>();

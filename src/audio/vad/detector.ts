@@ -117,6 +117,11 @@ interface Window {
   startMs: number;
   /** The reference for the window, when the bot played within an echo's reach. */
   reference: Int16Array | undefined;
+  /**
+   * The echo estimator's verdict, asked for as soon as the window is whole: every window's estimation
+   * is under way at once (in order, on the call's worker), not one round trip after another.
+   */
+  verdict?: Promise<EchoVerdict | undefined>;
   /** Set once processed: the echo estimator found the bot's echo alone in it. */
   echoOnly?: boolean;
 }
@@ -215,11 +220,13 @@ export class SpeechOnsetDetector {
       this.partialLength += take;
       offset += take;
       if (this.partialLength === this.windowSamples) {
-        windows.push({
+        const window: Window = {
           samples: this.partial.slice(),
           startMs: this.partialStartMs,
           reference: this.partialHasReference ? this.partialReference.slice() : undefined,
-        });
+        };
+        window.verdict = this.echoVerdict(window);
+        windows.push(window);
         this.partialHasReference = false;
         this.partialLength = 0;
         this.partialStartMs = startMs + offset * msPerSample;
@@ -292,7 +299,7 @@ export class SpeechOnsetDetector {
   ): Promise<SpeechOnset | undefined> {
     this.counts.windows++;
     const startedAt = this.now();
-    const verdict = await this.echoVerdict(w);
+    const verdict = await w.verdict;
     if (epoch !== this.epoch) return undefined;
     // The bot's echo and the line's noise explain the window: it is not the caller, whatever Silero
     // would say (it says speech for the echo, and for a while after it).

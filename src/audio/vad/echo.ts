@@ -67,6 +67,8 @@ const MIN_LAG_UPDATES = 80;
 /** The best lag must beat the median lag's distance by this much (bits per band), and be under MAX. */
 const DELAY_QUALITY = 0.1;
 const DELAY_MAX_DISTANCE = 0.36;
+/** The lags' median distance is recomputed every this many cells. */
+const MEDIAN_EVERY_CELLS = 8;
 /** Cells a new best lag must hold before it replaces the current delay (≈ 0.2 s). */
 const DELAY_SWITCH_CELLS = 25;
 /**
@@ -132,10 +134,15 @@ function popcount(x: number): number {
   return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
 
-/** A 16 ms Hann-windowed FFT every 8 ms, reduced to band powers (mean power per sample², per bin). */
-class BandAnalyser {
+/**
+ * A 16 ms Hann-windowed FFT every 8 ms of both signals at once (the caller's audio as the real part,
+ * the reference as the imaginary part of one transform, split by symmetry), reduced to band powers
+ * (mean power per bin, in sample² units).
+ */
+class PairAnalyser {
   private readonly hop: number;
-  private readonly frame: Float64Array;
+  private readonly inFrame: Float64Array;
+  private readonly refFrame: Float64Array;
   private readonly window: Float64Array;
   private readonly re: Float64Array;
   private readonly im: Float64Array;
@@ -144,7 +151,8 @@ class BandAnalyser {
   constructor(sampleRate: VadSampleRate) {
     this.hop = (sampleRate * HOP_MS) / 1000;
     const n = this.hop * 2;
-    this.frame = new Float64Array(n);
+    this.inFrame = new Float64Array(n);
+    this.refFrame = new Float64Array(n);
     this.window = Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
     this.re = new Float64Array(n);
     this.im = new Float64Array(n);
@@ -156,36 +164,60 @@ class BandAnalyser {
     return this.hop;
   }
 
-  /** The next hop of samples; writes the bands of the frame ending with it into `out`. */
-  push(samples: Int16Array, offset: number, out: Float64Array): number {
-    const { hop, frame } = this;
-    frame.copyWithin(0, hop);
-    for (let i = 0; i < hop; i++) frame[hop + i] = samples[offset + i]!;
-    for (let i = 0; i < frame.length; i++) {
-      this.re[i] = frame[i]! * this.window[i]!;
-      this.im[i] = 0;
+  /**
+   * The next hop of each signal; writes the bands of the frames ending with them into `inBands` and
+   * `refBands`, and returns the reference's total.
+   */
+  push(
+    inbound: Int16Array,
+    reference: Int16Array,
+    offset: number,
+    inBands: Float64Array,
+    refBands: Float64Array,
+  ): number {
+    const { hop, inFrame, refFrame, re, im, window } = this;
+    const n = re.length;
+    inFrame.copyWithin(0, hop);
+    refFrame.copyWithin(0, hop);
+    for (let i = 0; i < hop; i++) {
+      inFrame[hop + i] = inbound[offset + i]!;
+      refFrame[hop + i] = reference[offset + i]!;
     }
-    fft(this.re, this.im);
-    let total = 0;
+    for (let i = 0; i < n; i++) {
+      re[i] = inFrame[i]! * window[i]!;
+      im[i] = refFrame[i]! * window[i]!;
+    }
+    fft(re, im);
+    let refTotal = 0;
     for (let b = 0; b < BANDS; b++) {
-      let p = 0;
+      let pIn = 0;
+      let pRef = 0;
       const first = FIRST_BIN + b * BINS_PER_BAND;
-      for (let k = first; k < first + BINS_PER_BAND; k++) p += this.re[k]! ** 2 + this.im[k]! ** 2;
+      for (let k = first; k < first + BINS_PER_BAND; k++) {
+        const ar = re[k]!;
+        const ai = im[k]!;
+        const br = re[n - k]!;
+        const bi = im[n - k]!;
+        // X[k] = (Z[k] + conj Z[n−k]) / 2, Y[k] = (Z[k] − conj Z[n−k]) / 2i.
+        pIn += ((ar + br) ** 2 + (ai - bi) ** 2) / 4;
+        pRef += ((ai + bi) ** 2 + (br - ar) ** 2) / 4;
+      }
       // Both halves of the spectrum, per bin.
-      out[b] = (2 * p * this.scale) / BINS_PER_BAND;
-      total += out[b]!;
+      inBands[b] = (2 * pIn * this.scale) / BINS_PER_BAND;
+      refBands[b] = (2 * pRef * this.scale) / BINS_PER_BAND;
+      refTotal += refBands[b]!;
     }
-    return total;
+    return refTotal;
   }
 
   reset(): void {
-    this.frame.fill(0);
+    this.inFrame.fill(0);
+    this.refFrame.fill(0);
   }
 }
 
 export class EchoEstimator {
-  private readonly inbound: BandAnalyser;
-  private readonly reference: BandAnalyser;
+  private readonly analyser: PairAnalyser;
   private readonly inBands = new Float64Array(BANDS);
   private readonly refBands = new Float64Array(BANDS);
   /** Reference history, newest at `head`: band powers, bits, and whether the cell played. */
@@ -218,17 +250,18 @@ export class EchoEstimator {
   private blockCells = 0;
   private started = false;
   private readonly sorted = new Float64Array(LAGS);
+  private median = 0.5;
+  private medianAge = 0;
   private readonly predicted = new Float64Array(BANDS);
 
   constructor(readonly sampleRate: VadSampleRate) {
-    this.inbound = new BandAnalyser(sampleRate);
-    this.reference = new BandAnalyser(sampleRate);
+    this.analyser = new PairAnalyser(sampleRate);
   }
 
   /** One VAD window of the caller's audio and the reference for the same span (equal lengths). */
   process(inbound: Int16Array, reference: Int16Array): EchoVerdict {
     if (inbound.length !== reference.length) throw new RangeError('inbound and reference lengths differ');
-    const hop = this.inbound.hopSamples;
+    const hop = this.analyser.hopSamples;
     let echoCells = 0;
     let callerCells = 0;
     for (let offset = 0; offset + hop <= inbound.length; offset += hop) {
@@ -269,8 +302,7 @@ export class EchoEstimator {
 
   reset(): void {
     this.settledCells = 0;
-    this.inbound.reset();
-    this.reference.reset();
+    this.analyser.reset();
     this.refPower.fill(0);
     this.refBits.fill(0);
     this.refActive.fill(0);
@@ -280,6 +312,8 @@ export class EchoEstimator {
     this.delayCells = undefined;
     this.candidate = -1;
     this.candidateCells = 0;
+    this.median = 0.5;
+    this.medianAge = 0;
     this.activeCells = 0;
     this.loudnessDb = 0;
     this.foundAbsent = false;
@@ -299,8 +333,7 @@ export class EchoEstimator {
     reference: Int16Array,
     offset: number,
   ): { echo: boolean; caller: boolean } {
-    const refTotal = this.reference.push(reference, offset, this.refBands);
-    this.inbound.push(inbound, offset, this.inBands);
+    const refTotal = this.analyser.push(inbound, reference, offset, this.inBands, this.refBands);
     const refOn = refTotal > REF_ACTIVE_POWER;
     // The reference history.
     this.head = (this.head + 1) % HISTORY;
@@ -370,9 +403,13 @@ export class EchoEstimator {
       if (best < 0 || this.distance[lag]! < this.distance[best]!) best = lag;
     }
     if (best < 0) return;
-    this.sorted.set(this.distance);
-    this.sorted.sort();
-    const median = this.sorted[LAGS >> 1]!;
+    // The median lag moves slowly: sorted again every few cells.
+    if (this.medianAge++ % MEDIAN_EVERY_CELLS === 0) {
+      this.sorted.set(this.distance);
+      this.sorted.sort();
+      this.median = this.sorted[LAGS >> 1]!;
+    }
+    const median = this.median;
     const clear = this.distance[best]! < DELAY_MAX_DISTANCE && median - this.distance[best]! > DELAY_QUALITY;
     if (!clear) {
       this.candidateCells = 0;

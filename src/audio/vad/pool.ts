@@ -58,6 +58,13 @@ interface Slot {
   readonly probes: Map<number, Probe>;
 }
 
+/** The array itself when it spans its whole buffer, else a copy that does. */
+function whole(samples: Int16Array): Int16Array {
+  return samples.byteOffset === 0 && samples.byteLength === samples.buffer.byteLength
+    ? samples
+    : samples.slice();
+}
+
 /** A worker that died while starting is replaced after this long (ms), not at once. */
 const RETRY_DEAD_START_MS = 1000;
 
@@ -183,14 +190,14 @@ export class VadWorkerPool implements SileroRunner {
     const id = this.nextId++;
     return new Promise<EchoVerdict>((resolve, reject) => {
       slot.inFlight.set(id, { kind: 'echo', resolve, reject });
-      // Copies: the caller may reuse its buffers before the batch goes out, and a view would carry
-      // its whole buffer through the structured clone.
+      // Handed over as they are (the caller keeps its hands off them); a view would carry its whole
+      // buffer through the structured clone, so only a view is copied.
       slot.outbox.push({
         kind: 'echo',
         id,
         stream,
-        inbound: inbound.slice(),
-        reference: reference.slice(),
+        inbound: whole(inbound),
+        reference: whole(reference),
         sampleRate,
       });
       this.scheduleFlush();

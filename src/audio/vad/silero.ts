@@ -47,7 +47,7 @@ export function sileroModelPath(): string {
 export interface EchoRunner {
   /**
    * One window of `stream`'s inbound audio and the bot's reference for the same span. The arrays are
-   * used at once or copied: the caller may reuse them as soon as this returns.
+   * handed over: the caller must not change them afterwards (a worker pool sends them as they are).
    */
   echo(
     stream: number,
@@ -290,7 +290,7 @@ export class EchoStream {
   /**
    * The verdict on one window of the caller's audio, given the bot's reference for the same span
    * (equal lengths; see echo.ts for how the reference is aligned). Windows are estimated in the order
-   * given; the arrays may be reused once this returns.
+   * given; the arrays are handed over (not to be changed afterwards).
    */
   process(inbound: Int16Array, reference: Int16Array): Promise<EchoVerdict> {
     if (this.closed) return Promise.reject(new Error('echo stream closed'));

@@ -16,7 +16,7 @@ import {
 import { espeakSpeech } from '../../../testkit/audio.js';
 import { EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
 import { seeded } from '../../../testkit/random.js';
-import { UTTERANCES, VOICES } from '../../../testkit/vad-audio.js';
+import { nonSpeechSecond, NON_SPEECH_KINDS, UTTERANCES, VOICES } from '../../../testkit/vad-audio.js';
 
 const RATE = 8000;
 const WINDOW = 256;
@@ -225,6 +225,17 @@ describe('echo-aware barge-in detector', () => {
     },
     60_000,
   );
+
+  it('DTMF, clicks, pops and hum over a talking bot on an echoing line never barge in', async () => {
+    const random = seeded(9);
+    const track = new Int16Array(40 * RATE);
+    // From 5 s on, every kind of non-speech a line carries, one second each, four times over.
+    for (let second = 5; second < 40; second++)
+      track.set(nonSpeechSecond(second - 5, RATE, random), second * RATE);
+    const found = await run({ delayMs: 120, erlDb: 12, noiseDbfs: -45 }, 40, track);
+    expect(NON_SPEECH_KINDS.length).toBe(10);
+    expect(found.filter((d) => d >= 2500)).toEqual([]);
+  }, 60_000);
 
   it('an echo path that changes mid-call costs at most one barge-in at the change, then none', async () => {
     const found = await run(
