@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
 import { resampleWhole } from '../src/audio/resampler.js';
 import { espeakSpeech } from '../testkit/audio.js';
-import { EchoLine, atLevel, type EchoPath } from '../testkit/echo-line.js';
+import { EchoLine, GatewayPlayedAudio, atLevel, type EchoPath } from '../testkit/echo-line.js';
 import { UTTERANCES, VOICES } from '../testkit/vad-audio.js';
 import { startBenchApp, type BenchApp } from './app.js';
 import { fmt, percentile, printTable } from './stats.js';
@@ -50,10 +50,7 @@ class EchoCaller {
   readonly streamSid: string;
   private readonly ws: WebSocket;
   private readonly line: EchoLine;
-  /** What played, on the wall clock: a ring of 4 s at 8 kHz, indexed by samples since `origin`. */
-  private readonly played = new Int16Array(RATE * 4);
-  private readonly origin = performance.now();
-  private cursor = 0;
+  private readonly played = new GatewayPlayedAudio(RATE);
   private startedAt = 0;
   private frames = 0;
   private seq = 0;
@@ -121,10 +118,6 @@ class EchoCaller {
     this.ws.close();
   }
 
-  private at(ms: number): number {
-    return Math.round((ms - this.origin) * (RATE / 1000));
-  }
-
   private onMessage(data: Buffer): void {
     const now = performance.now();
     const m = JSON.parse(data.toString('utf8')) as {
@@ -135,16 +128,12 @@ class EchoCaller {
     if (m.event === 'media') {
       const audio = decodeMulaw(Buffer.from(m.media!.payload, 'base64'));
       this.receivedMs += audio.length / 8;
-      const from = Math.max(this.cursor, this.at(now));
-      for (let i = 0; i < audio.length; i++) this.played[(from + i) % this.played.length] = audio[i]!;
-      this.cursor = from + audio.length;
+      this.played.media(audio, now);
     } else if (m.event === 'clear') {
       this.clears.push(now);
-      const at = this.at(now);
-      for (let i = at; i < this.cursor; i++) this.played[i % this.played.length] = 0;
-      this.cursor = at;
+      this.played.clear(now);
     } else if (m.event === 'mark') {
-      const wait = (this.cursor * 1000) / RATE + this.origin - now;
+      const wait = this.played.playedToMs - now;
       const back = (): void => this.send({ event: 'mark', streamSid: this.streamSid, mark: m.mark });
       if (wait <= 0) back();
       else setTimeout(back, wait);
@@ -164,13 +153,7 @@ class EchoCaller {
 
   private tick(): void {
     // The echo of what played during the frame before this one.
-    const from = this.at(this.startedAt + (this.frames - 1) * FRAME_MS);
-    const heard = new Int16Array(FRAME);
-    for (let i = 0; i < FRAME; i++) {
-      const k = from + i;
-      if (k >= 0 && k < this.cursor && k > this.cursor - this.played.length)
-        heard[i] = this.played[k % this.played.length]!;
-    }
+    const heard = this.played.read(this.startedAt + (this.frames - 1) * FRAME_MS, FRAME);
     let caller: Int16Array | undefined;
     if (this.speech) {
       caller = this.speech.subarray(this.speechAt, this.speechAt + FRAME);

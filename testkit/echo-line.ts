@@ -109,3 +109,54 @@ export function atLevel(samples: Int16Array, dbfs: number): Int16Array {
   const g = (32768 * 10 ** (dbfs / 20)) / rms;
   return Int16Array.from(samples, (s) => Math.max(-32768, Math.min(32767, Math.round(s * g))));
 }
+
+/**
+ * What a gateway played, on the wall clock, as an ideal gateway plays it: each message right after
+ * the one before, or on arrival when its buffer had run dry; a clear drops what had not played. The
+ * echoing callers of the tests and benchmarks read the bot's audio from here (a ring of 4 s).
+ */
+export class GatewayPlayedAudio {
+  private readonly ring: Int16Array;
+  private readonly origin = performance.now();
+  /** Where playout is up to (samples since `origin`). */
+  private cursor = 0;
+
+  constructor(private readonly sampleRate: number) {
+    this.ring = new Int16Array(sampleRate * 4);
+  }
+
+  /** A media message's audio, arrived at `atMs` (performance.now()). */
+  media(samples: Int16Array, atMs: number): void {
+    const from = Math.max(this.cursor, this.index(atMs));
+    for (let i = 0; i < samples.length; i++) this.ring[(from + i) % this.ring.length] = samples[i]!;
+    this.cursor = from + samples.length;
+  }
+
+  /** A clear at `atMs`: what had not played is dropped. */
+  clear(atMs: number): void {
+    const at = this.index(atMs);
+    for (let i = Math.max(0, at); i < this.cursor; i++) this.ring[i % this.ring.length] = 0;
+    this.cursor = Math.min(this.cursor, at);
+  }
+
+  /** When (performance.now()) everything received so far has played. */
+  get playedToMs(): number {
+    return this.origin + (this.cursor * 1000) / this.sampleRate;
+  }
+
+  /** `n` samples of what played from `fromMs` on (silence where nothing did). */
+  read(fromMs: number, n: number): Int16Array {
+    const out = new Int16Array(n);
+    const from = this.index(fromMs);
+    for (let i = 0; i < n; i++) {
+      const k = from + i;
+      if (k >= 0 && k < this.cursor && k > this.cursor - this.ring.length)
+        out[i] = this.ring[k % this.ring.length]!;
+    }
+    return out;
+  }
+
+  private index(ms: number): number {
+    return Math.round(((ms - this.origin) * this.sampleRate) / 1000);
+  }
+}
