@@ -231,16 +231,20 @@ async function runLines(
         await say(bench, caller.callSid, REPLY);
         const echoEnd = performance.now() + ECHO_SECONDS * 1000;
         let seen = 0;
+        let falseBargeIns = 0;
         while (performance.now() < echoEnd) {
           await sleep(200);
           if (caller.clears.length > seen) {
-            seen = caller.clears.length;
-            await sleep(2500); // a false barge-in may be taken back (resumed); else speak again
+            falseBargeIns += caller.clears.length - seen;
+            // A false barge-in may be taken back (resumed); else the bot is asked again. The clear of
+            // that interrupt is not a barge-in.
+            await sleep(2500);
             await interrupt(bench, caller.callSid);
+            await sleep(100);
+            seen = caller.clears.length;
             await say(bench, caller.callSid, REPLY);
           }
         }
-        const falseBargeIns = caller.clears.length;
         await interrupt(bench, caller.callSid);
         await sleep(500);
         const result: LineResult = {
