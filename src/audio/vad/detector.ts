@@ -303,7 +303,9 @@ export class SpeechOnsetDetector {
     if (epoch !== this.epoch) return undefined;
     // The bot's echo and the line's noise explain the window: it is not the caller, whatever Silero
     // would say (it says speech for the echo, and for a while after it).
-    w.echoOnly = verdict !== undefined && !verdict.caller;
+    // On a line with no echo, what the verdict calls not-caller holds only the line's noise and maybe
+    // a soft onset in it: Silero tells those apart better than the estimator's energy rule does.
+    w.echoOnly = verdict !== undefined && !verdict.caller && !verdict.clean;
     if (w.echoOnly && verdict?.echo) this.counts.echoOnly++;
     // The cautious rule holds while the bot is audible and its echo cannot be told apart.
     const audible = verdict === undefined ? botAudible : !verdict.converged;

@@ -41,6 +41,12 @@ export interface EchoVerdict {
   caller: boolean;
   /** The path is known (or known to be absent): the verdicts can be trusted. */
   converged: boolean;
+  /**
+   * No echo: none was found, and the line kept to its noise floor while the bot talked (within
+   * `CLEAN_BELOW_DB`, stricter than the absent rule). What rises over the noise there is not the bot, so
+   * a speech model may judge it; elsewhere a window the verdict calls not-caller is the echo's.
+   */
+  clean: boolean;
   /** The echo path's delay (ms, on the caller's timeline, reference advance removed) and mean loss (dB). */
   delayMs: number | undefined;
   erlDb: number | undefined;
@@ -84,6 +90,15 @@ const SETTLE_CELLS = 60;
  */
 const ABSENT_AFTER_CELLS = 250;
 const ABSENT_BELOW_DB = 3.5;
+/**
+ * A line without echo hovers around its floor while the bot talks (measured: −0.2 to 0.5 dB over it at
+ * −30 to −50 dBFS of white noise); one with an echo 2 dB under its noise that the search has not found
+ * rises 0.4 to 2.6 dB, and Silero would take that echo for speech. Once under this (after
+ * `ABSENT_AFTER_CELLS`), the line is clean until a delay is found: an echo that lets a line get there is
+ * some 10 dB under its noise, too weak for Silero. A line whose noise is not steady never gets there,
+ * and keeps the estimator's veto.
+ */
+const CLEAN_BELOW_DB = 0.25;
 /**
  * Until the path is found (the first second or two of the bot's speech on a call), the echo is taken
  * to be the bot at its loudest over every lag, this much quieter. 12 dB: a caller talking at the
@@ -239,6 +254,7 @@ export class EchoEstimator {
   /** Running mean (dB) of the caller's level over the noise floor while the bot plays. */
   private loudnessDb = 0;
   private foundAbsent = false;
+  private foundClean = false;
   /** Per band: the echo's gain (dB) and the median tracker's streak (signed). */
   private readonly lossDb = new Float64Array(BANDS).fill(LOSS_START_DB);
   private readonly streak = new Int32Array(BANDS);
@@ -280,6 +296,7 @@ export class EchoEstimator {
       echo: echoCells > 0,
       caller: callerCells >= CALLER_CELLS,
       converged,
+      clean: this.clean,
       delayMs: this.delayCells === undefined ? undefined : this.delayCells * HOP_MS - REFERENCE_ADVANCE_MS,
       erlDb,
     };
@@ -293,6 +310,13 @@ export class EchoEstimator {
     if (this.delayCells !== undefined) return false;
     this.foundAbsent ||= this.activeCells >= ABSENT_AFTER_CELLS && this.loudnessDb < ABSENT_BELOW_DB;
     return this.foundAbsent;
+  }
+
+  /** Absent, and once quiet enough while the bot talked that nothing the bot says can be in it. */
+  private get clean(): boolean {
+    if (!this.absent) return false;
+    this.foundClean ||= this.loudnessDb < CLEAN_BELOW_DB;
+    return this.foundClean;
   }
 
   /** A delay is known and its loss has had time to settle. */
@@ -317,6 +341,7 @@ export class EchoEstimator {
     this.activeCells = 0;
     this.loudnessDb = 0;
     this.foundAbsent = false;
+    this.foundClean = false;
     this.lossDb.fill(LOSS_START_DB);
     this.streak.fill(0);
     this.blockCells = 0;
