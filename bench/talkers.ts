@@ -104,6 +104,8 @@ interface CaseResult {
   rssPerCallKb: number;
   sendLagP99Ms: number;
   echo: OnsetFigures;
+  /** Lines with echo from the second round on: each call's echo path was found in its first prompt. */
+  echoKnown: OnsetFigures;
   noEcho: OnsetFigures;
   wallS: number;
 }
@@ -302,18 +304,20 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
     const callIndex = new Map(callSids.map((sid, i) => [sid, i]));
     const eventsByCall = new Map<number, BargeInEvent[]>();
     for (const [sid, list] of eventsBySid) eventsByCall.set(callIndex.get(sid)!, list);
-    const clearsByCall = new Map<number, ClearRecord[]>();
-    for (const r of reports) for (const c of r.clears) pushTo(clearsByCall, c.call, c);
-    const talks = reports.flatMap((r) => r.talks);
     const callsOf = (echo: boolean): number[] => lines.flatMap((l, i) => (l.echo === echo ? [i] : []));
-    const kind = (echo: boolean): OnsetFigures =>
-      onsetFigures(
-        talks.filter((t) => t.echo === echo),
+    /** The figures of one kind of line, over the rounds from `fromRound` on. */
+    const kind = (echo: boolean, fromRound = 0): OnsetFigures => {
+      const rounds = reports.slice(fromRound);
+      const clearsByCall = new Map<number, ClearRecord[]>();
+      for (const r of rounds) for (const c of r.clears) pushTo(clearsByCall, c.call, c);
+      return onsetFigures(
+        rounds.flatMap((r) => r.talks).filter((t) => t.echo === echo),
         clearsByCall,
         eventsByCall,
         callsOf(echo),
-        reports.reduce((s, r) => s + (echo ? r.botAudioMs.echo : r.botAudioMs.noEcho), 0),
+        rounds.reduce((s, r) => s + (echo ? r.botAudioMs.echo : r.botAudioMs.noEcho), 0),
       );
+    };
     const sayWallS = sayWallMs / 1000;
     return {
       n,
@@ -336,6 +340,7 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
       rssPerCallKb: (rssPeak - rssIdle) / n / 1024,
       sendLagP99Ms: Math.max(...reports.map((r) => r.sendLag.p99)),
       echo: kind(true),
+      echoKnown: kind(true, 1),
       noEcho: kind(false),
       wallS: (performance.now() - started) / 1000,
     };
@@ -438,6 +443,7 @@ function printResults(results: readonly CaseResult[]): void {
   for (const r of results)
     for (const [name, f] of [
       ['echo', r.echo],
+      ['echo, from round 2 (path known)', r.echoKnown],
       ['no echo', r.noEcho],
       ['all', combined(r.echo, r.noEcho)],
     ] as const) {

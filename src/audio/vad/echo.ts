@@ -11,7 +11,7 @@
  * - **Loss**: per band, the ratio of the caller's audio (less its noise floor) to the reference at that
  *   delay, tracked as a running median in dB (steps up and down alike, so a caller talking over the
  *   bot, or a pause, does not drag it): the echo's loss per band, colour of the path included.
- * - **Verdict**: the echo each cell should hold is the reference at the delay (the loudest of the three
+ * - **Verdict**: the echo each cell should hold is the reference at the delay (the loudest of the five
  *   cells around it, for timing slop) times the loss. A band more than `ECHO_MARGIN_DB` above that
  *   echo plus its noise floor holds something the echo does not explain; a cell with enough such bands
  *   holds the caller, and so does a window with enough such cells.
@@ -60,8 +60,14 @@ const BINS_PER_BAND = 4;
 const BANDS = 14;
 /** Lags searched, in cells. */
 const LAGS = Math.round(MAX_ECHO_DELAY_MS / HOP_MS) + 1;
-/** Reference cells kept: every lag, and one beyond either side for the ±1-cell slop. */
-const HISTORY = LAGS + 2;
+/**
+ * The echo a cell holds is predicted from the loudest reference cell within this many cells of the
+ * delay: the playout estimate of a new prompt lands a few ms from the last one's (more under load), and
+ * the delay search takes a second to follow a step of a cell or two. The loss is measured the same way.
+ */
+const SLOP_CELLS = 2;
+/** Reference cells kept: every lag, and the slop beyond. */
+const HISTORY = LAGS + SLOP_CELLS;
 /** A reference cell plays (its energy over all bands, per sample², ≈ −55 dBFS). */
 const REF_ACTIVE_POWER = (32768 * 10 ** (-55 / 20)) ** 2;
 /** A band of an active reference cell counts for the loss when within this of the cell's loudest. */
@@ -457,10 +463,11 @@ export class EchoEstimator {
     }
   }
 
-  /** The loudest reference band `b` within one cell of the delay. */
-  private refAround(b: number, delay: number): number {
+  /** The loudest reference band `b` within `slop` cells of the delay. */
+  private refAround(b: number, delay: number, slop: number): number {
     let max = 0;
-    for (let lag = Math.max(0, delay - 1); lag <= Math.min(HISTORY - 1, delay + 1); lag++) {
+    const last = Math.min(HISTORY - 1, delay + slop);
+    for (let lag = Math.max(0, delay - slop); lag <= last; lag++) {
       const p = this.refPower[this.slot(lag) * BANDS + b]!;
       if (p > max) max = p;
     }
@@ -476,7 +483,7 @@ export class EchoEstimator {
     let loudest = 0;
     for (let b = 0; b < BANDS; b++) loudest = Math.max(loudest, this.refPower[s * BANDS + b]!);
     for (let b = 0; b < BANDS; b++) {
-      const ref = this.refAround(b, delay);
+      const ref = this.refAround(b, delay, SLOP_CELLS);
       if (ref < loudest * REF_BAND_RANGE) continue;
       const noise = this.noise[b]! * NOISE_BIAS;
       const above = this.inBands[b]! - noise;
@@ -499,7 +506,7 @@ export class EchoEstimator {
     let echoTotal = 0;
     for (let b = 0; b < BANDS; b++) {
       let e: number;
-      if (delay !== undefined) e = this.refAround(b, delay) * 10 ** (this.lossDb[b]! / 10);
+      if (delay !== undefined) e = this.refAround(b, delay, SLOP_CELLS) * 10 ** (this.lossDb[b]! / 10);
       else {
         // No delay known: any lag may hold the echo, as loud as a hybrid's loss lets it be; none was
         // found, it may still be there, under what the search sees.

@@ -113,7 +113,9 @@ describe('echo estimator', () => {
     expect(Math.abs(last!.erlDb! - line.erlDb)).toBeLessThan(5);
     // The bot talked nearly all the time: its echo was expected, and explained, in nearly every window.
     expect(echoWindows).toBeGreaterThan(0.6 * ((37 * RATE) / WINDOW));
-    expect(callerWindows / echoWindows).toBeLessThan(0.02);
+    // Flagged windows are not barge-ins (Silero and the run length judge them; the minute-long tests
+    // below count those), but the estimator alone should explain all but a few in a hundred.
+    expect(callerWindows / echoWindows).toBeLessThan(0.03);
   });
 
   it('on a line without echo (the carrier cancels it) finds none, and takes its noise for nobody', () => {
