@@ -22,8 +22,8 @@ export interface DetectorOptions {
   /** Speech needed before it counts (ms). Default 160. */
   minSpeechMs?: number;
   /**
-   * Speech needed while the bot is audible and its echo cannot be told apart (ms): no reference, or
-   * the echo path not found yet. Default 400.
+   * Speech needed while the bot is audible and its echo cannot be told apart (ms): no echo detection,
+   * or no reference for the window. Default 400.
    */
   minSpeechWhileAudibleMs?: number;
   /**
@@ -307,8 +307,10 @@ export class SpeechOnsetDetector {
     // a soft onset in it: Silero tells those apart better than the estimator's energy rule does.
     w.echoOnly = verdict !== undefined && !verdict.caller && !verdict.clean;
     if (w.echoOnly && verdict?.echo) this.counts.echoOnly++;
-    // The cautious rule holds while the bot is audible and its echo cannot be told apart.
-    const audible = verdict === undefined ? botAudible : !verdict.converged;
+    // The cautious rule holds while the bot is audible and there is no verdict on its echo, or the
+    // verdict says so (the path moved and the new one is settling). Before the path is first known the
+    // verdict takes the echo at its loudest instead (echo.ts).
+    const audible = verdict === undefined ? botAudible : verdict.cautious;
     const open = this.gate.open(w.samples);
     this.gateClosedMs = open ? 0 : this.gateClosedMs + this.windowMs;
     // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps

@@ -236,6 +236,32 @@ describe('echo-aware barge-in detector', () => {
     60_000,
   );
 
+  it('before the path is known, a caller talking over the bot is heard after the short run of speech', async () => {
+    // The first second of the bot on a call: the echo is taken at its loudest (6 dB under the bot),
+    // and speech over that needs minSpeechMs, not the 400 ms rule.
+    const latencies: number[] = [];
+    for (const [i, line] of [
+      { delayMs: 0, erlDb: 200 },
+      { delayMs: 80, erlDb: 20 },
+      { delayMs: 150, erlDb: 12, noiseDbfs: -45 },
+    ].entries())
+      for (const u of callers.slice(i * 2, i * 2 + 2)) {
+        const track = new Int16Array(4 * RATE);
+        const at = Math.round(0.8 * RATE);
+        track.set(u.samples.subarray(0, track.length - at), at);
+        const onsetMs = ((at + u.onset) / RATE) * 1000;
+        const found = await run(line, 4, track);
+        // Nothing before the caller spoke (the echo alone), and the first onset soon after.
+        expect(found.length).toBeGreaterThan(0);
+        expect(found[0]).toBeGreaterThan(onsetMs);
+        expect(found[0]).toBeLessThan(onsetMs + 1500);
+        latencies.push(found[0]! - onsetMs);
+      }
+    latencies.sort((a, b) => a - b);
+    // On the inbound timeline: the 400 ms rule could not decide in under 400 ms of speech.
+    expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(350);
+  }, 60_000);
+
   it('on a noisy line without echo (10 dB SNR), the caller talking over the bot is heard as when the bot is silent', async () => {
     // The estimator's energy rule would miss soft onsets in that noise: once the line is found clean,
     // Silero judges what rises over its noise, exactly as with the bot silent.
