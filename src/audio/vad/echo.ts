@@ -17,9 +17,10 @@
  *   holds the caller, and so does a window with enough such cells.
  *
  * Bits and medians are robust to G.711, line noise and a playout clock that is a few ms off, and cost
- * two 16 ms FFTs per 8 ms of audio. Until the delay is found (or found to be absent: the reference
- * played for a while and nothing in the caller's audio followed it) the verdict says `converged: false`
- * and the detector falls back to its cautious rule.
+ * one 16 ms FFT (both signals at once) per 8 ms of audio. Until the delay is found (or found to be
+ * absent: the reference played for a while and nothing in the caller's audio followed it) the verdict
+ * says `converged: false` and the echo is taken at its loudest over every lag; while a path that moved
+ * settles, it says `cautious` and the detector falls back to its cautious rule.
  */
 import { fft } from '../fft.js';
 import type { VadSampleRate } from './silero.js';
@@ -99,7 +100,7 @@ const SETTLE_CELLS = 60;
  * Active reference cells with no delay found after which the echo counts as absent (≈ 2 s), provided
  * the caller's line stayed near its noise floor while the bot talked (its level over the floor, a
  * running mean in dB, under `ABSENT_BELOW_DB`): a line that gets louder whenever the bot talks has an
- * echo, found or not, and keeps the cautious rule.
+ * echo, found or not, and stays unconverged (its echo taken at its loudest).
  */
 const ABSENT_AFTER_CELLS = 250;
 const ABSENT_BELOW_DB = 3.5;
