@@ -29,9 +29,12 @@ import type { VadSampleRate } from './silero.js';
  * How far ahead of the caller's audio the reference is taken (ms): reference sample i is the bot's
  * audio estimated to play at the caller's ear this long after inbound sample i was captured. Echo
  * delays are searched from −REFERENCE_ADVANCE_MS to MAX_ECHO_DELAY_MS − REFERENCE_ADVANCE_MS, so a
- * playout estimate that runs late does not hide the echo.
+ * playout estimate that runs a little late does not hide the echo. Kept short: the reference of a chunk
+ * is read when the chunk arrives, and a reply after a silence is written as it starts to play, so the
+ * first `REFERENCE_ADVANCE_MS` of it are missing from the reference (at 100 ms their echo cut the bot
+ * at the start of a reply on lines without noise).
  */
-export const REFERENCE_ADVANCE_MS = 100;
+export const REFERENCE_ADVANCE_MS = 20;
 /** The longest lag searched between the advanced reference and the caller's audio (ms). */
 export const MAX_ECHO_DELAY_MS = 700;
 
