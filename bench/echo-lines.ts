@@ -11,17 +11,20 @@
  * The same run with `calls.bargeIn.echo: false` (the 400 ms rule alone) is the baseline.
  */
 import WebSocket from 'ws';
-import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
+import { decodeMulaw } from '../src/audio/g711.js';
+import {
+  parseServerMessage,
+  TwilioCallerMessages,
+  type TwilioCallIds,
+} from '../src/protocols/twilio-caller.js';
 import { resampleWhole } from '../src/audio/resampler.js';
 import { espeakSpeech } from '../testkit/audio.js';
-import { EchoLine, GatewayPlayedAudio, atLevel, type EchoPath } from '../testkit/echo-line.js';
-import { UTTERANCES, VOICES } from '../testkit/vad-audio.js';
+import { EchoingCaller, atLevel, type EchoPath } from '../testkit/echo-line.js';
+import { speechBounds, UTTERANCES, VOICES } from '../testkit/vad-audio.js';
 import { startBenchApp, type BenchApp } from './app.js';
 import { fmt, percentile, printTable } from './stats.js';
 
 const RATE = 8000;
-const FRAME_MS = 20;
-const FRAME = 160;
 const ECHO_SECONDS = Number(process.env['ECHO_SECONDS'] ?? 60);
 const ROUNDS = Number(process.env['ROUNDS'] ?? 8);
 const REPLY =
@@ -44,145 +47,88 @@ interface Line {
   noiseDbfs: number | undefined;
 }
 
-/** The caller's side of one line. */
+/** The caller's side of one line: a Twilio gateway (the caller's messages as the CLI's) echoing the bot. */
 class EchoCaller {
-  readonly callSid: string;
-  readonly streamSid: string;
+  readonly ids: TwilioCallIds;
+  private readonly messages: TwilioCallerMessages;
   private readonly ws: WebSocket;
-  private readonly line: EchoLine;
-  private readonly played = new GatewayPlayedAudio(RATE);
-  private startedAt = 0;
-  private frames = 0;
-  private seq = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private speech: Int16Array | undefined;
-  private speechAt = 0;
-  private onsetSample = 0;
+  private echoing: EchoingCaller | undefined;
   /** performance.now() of each clear received. */
   readonly clears: number[] = [];
-  onsetSentAt: number | undefined;
   /** ms of audio received. */
   receivedMs = 0;
 
   constructor(
     url: string,
-    i: number,
+    private readonly index: number,
     readonly spec: Line,
   ) {
-    this.callSid = `CA${String(i).padStart(32, '0')}`;
-    this.streamSid = `MZ${String(i).padStart(32, '0')}`;
-    this.line = new EchoLine({
-      sampleRate: RATE,
-      ...(spec.path ?? { delayMs: 0, erlDb: 200 }),
-      noiseDbfs: spec.noiseDbfs ?? -90,
-      seed: i + 1,
-    });
+    this.ids = {
+      callSid: `CA${String(index).padStart(32, '0')}`,
+      streamSid: `MZ${String(index).padStart(32, '0')}`,
+    };
+    this.messages = new TwilioCallerMessages(this.ids, {});
     this.ws = new WebSocket(url);
     this.ws.on('message', (data: Buffer) => this.onMessage(data));
   }
 
+  get callSid(): string {
+    return this.ids.callSid;
+  }
+
   async start(): Promise<void> {
     await new Promise((r) => this.ws.once('open', r));
-    this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
-    this.send({
-      event: 'start',
-      sequenceNumber: String(++this.seq),
-      start: {
-        accountSid: 'AC0',
-        streamSid: this.streamSid,
-        callSid: this.callSid,
-        tracks: ['inbound'],
-        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: RATE, channels: 1 },
-        customParameters: {},
+    for (const m of this.messages.start()) this.send(m);
+    this.echoing = new EchoingCaller(
+      {
+        sampleRate: RATE,
+        ...(this.spec.path ?? { delayMs: 0, erlDb: 200 }),
+        noiseDbfs: this.spec.noiseDbfs ?? -90,
+        seed: this.index + 1,
       },
-      streamSid: this.streamSid,
-    });
-    this.startedAt = performance.now();
-    this.schedule();
+      (frame) => this.send(this.messages.media(frame).message),
+    );
   }
 
   /** Starts talking: `samples` whose speech begins at sample `onset`. */
   talk(samples: Int16Array, onset: number): void {
-    this.speech = samples;
-    this.speechAt = 0;
-    this.onsetSample = onset;
-    this.onsetSentAt = undefined;
+    this.echoing!.talk(samples, onset);
   }
 
   get talking(): boolean {
-    return this.speech !== undefined;
+    return this.echoing!.talking;
+  }
+
+  get onsetSentAt(): number | undefined {
+    return this.echoing!.onsetSentAt;
   }
 
   close(): void {
-    clearTimeout(this.timer);
+    this.echoing?.stop();
     this.ws.close();
   }
 
   private onMessage(data: Buffer): void {
     const now = performance.now();
-    const m = JSON.parse(data.toString('utf8')) as {
-      event: string;
-      media?: { payload: string };
-      mark?: unknown;
-    };
-    if (m.event === 'media') {
-      const audio = decodeMulaw(Buffer.from(m.media!.payload, 'base64'));
+    const m = parseServerMessage(data.toString('utf8'));
+    const played = this.echoing?.played;
+    if (!m || !played) return;
+    if (m.type === 'media') {
+      const audio = decodeMulaw(m.payload);
       this.receivedMs += audio.length / 8;
-      this.played.media(audio, now);
-    } else if (m.event === 'clear') {
+      played.media(audio, now);
+    } else if (m.type === 'clear') {
       this.clears.push(now);
-      this.played.clear(now);
-    } else if (m.event === 'mark') {
-      const wait = this.played.playedToMs - now;
-      const back = (): void => this.send({ event: 'mark', streamSid: this.streamSid, mark: m.mark });
+      played.clear(now);
+    } else {
+      const wait = played.playedToMs - now;
+      const back = (): void => this.send(this.messages.mark(m.name));
       if (wait <= 0) back();
       else setTimeout(back, wait);
     }
   }
 
-  private schedule(): void {
-    const due = this.startedAt + (this.frames + 1) * FRAME_MS;
-    this.timer = setTimeout(
-      () => {
-        this.tick();
-        this.schedule();
-      },
-      Math.max(0, due - performance.now()),
-    );
-  }
-
-  private tick(): void {
-    // The echo of what played during the frame before this one.
-    const heard = this.played.read(this.startedAt + (this.frames - 1) * FRAME_MS, FRAME);
-    let caller: Int16Array | undefined;
-    if (this.speech) {
-      caller = this.speech.subarray(this.speechAt, this.speechAt + FRAME);
-      if (caller.length < FRAME) {
-        const padded = new Int16Array(FRAME);
-        padded.set(caller);
-        caller = padded;
-      }
-      if (this.onsetSentAt === undefined && this.speechAt + FRAME > this.onsetSample)
-        this.onsetSentAt = performance.now();
-      this.speechAt += FRAME;
-      if (this.speechAt >= this.speech.length) this.speech = undefined;
-    }
-    const payload = encodeMulaw(this.line.next(heard, FRAME, caller));
-    this.send({
-      event: 'media',
-      sequenceNumber: String(++this.seq),
-      media: {
-        track: 'inbound',
-        chunk: String(this.frames),
-        timestamp: String(this.frames * FRAME_MS),
-        payload: Buffer.from(payload).toString('base64'),
-      },
-      streamSid: this.streamSid,
-    });
-    this.frames++;
-  }
-
-  private send(m: unknown): void {
+  private send(m: object): void {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(m));
   }
 }
@@ -294,9 +240,7 @@ export async function benchEchoLines(): Promise<void> {
     UTTERANCES.map(async (text, i) => {
       const [voice, pitch, rate] = VOICES[i % VOICES.length]!;
       const samples = atLevel(resampleWhole(await espeakSpeech(text, voice, pitch, rate), 22_050, RATE), -20);
-      let onset = 0;
-      while (Math.abs(samples[onset]!) < 300) onset++;
-      return { samples, onset };
+      return { samples, onset: speechBounds(samples).onset };
     }),
   );
   const all: Line[] = NOISES.flatMap((noiseDbfs) => PATHS.map((path) => ({ path, noiseDbfs })));

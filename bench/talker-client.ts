@@ -23,7 +23,7 @@ import { resampleWhole } from '../src/audio/resampler.js';
 import { espeakSpeech } from '../testkit/audio.js';
 import { atLevel, EchoLine } from '../testkit/echo-line.js';
 import { seeded } from '../testkit/random.js';
-import { UTTERANCES, VOICES } from '../testkit/vad-audio.js';
+import { speechBounds, UTTERANCES, VOICES } from '../testkit/vad-audio.js';
 import { percentile } from './stats.js';
 
 const SAMPLE_RATE = 8000;
@@ -42,8 +42,6 @@ const NOISE_DBFS: readonly [number, number] = [-50, -40];
 /** Echo paths of the lines that echo. */
 const ECHO_DELAY_MS: readonly [number, number] = [40, 300];
 const ECHO_ERL_DB: readonly [number, number] = [6, 30];
-/** Where speech starts in an utterance (a sample this loud), as testkit/vad-audio.ts finds it. */
-const ONSET_LEVEL = 300;
 /** A talk starts this long after the prompt began at the earliest, and this long before its end at the latest. */
 const TALK_AFTER_START_MS = 300;
 const TALK_BEFORE_END_MS = 1500;
@@ -174,10 +172,7 @@ async function makeUtterances(): Promise<Int16Array[]> {
       SAMPLE_RATE,
     );
     const speech = atLevel(raw, SPEECH_DBFS);
-    let onset = 0;
-    while (onset < speech.length && Math.abs(speech[onset]!) < ONSET_LEVEL) onset++;
-    let end = speech.length;
-    while (end > onset && Math.abs(speech[end - 1]!) < ONSET_LEVEL) end--;
+    const { onset, end } = speechBounds(speech);
     out.push(speech.slice(onset, end));
   }
   return out;

@@ -160,3 +160,84 @@ export class GatewayPlayedAudio {
     return Math.round(((ms - this.origin) * this.sampleRate) / 1000);
   }
 }
+
+const FRAME_MS = 20;
+
+/**
+ * The caller's side of a line that echoes, for the tests and benchmarks: every 20 ms, on a drift-free
+ * schedule as a gateway's own clock sends, `send` gets the caller's next frame (mu-law): the echo of
+ * what played (`played`, fed by the caller's transport) one frame earlier, plus the caller's speech when
+ * it talks, plus the line's noise. `beforeFrame` runs first, for a transport that feeds `played` then.
+ */
+export class EchoingCaller {
+  readonly played: GatewayPlayedAudio;
+  /** performance.now() when the frame carrying the speech onset of the latest talk went out. */
+  onsetSentAt: number | undefined;
+  private readonly line: EchoLine;
+  private readonly frameSamples: number;
+  private readonly startedAt = performance.now();
+  private frames = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private speech: Int16Array | undefined;
+  private speechAt = 0;
+  private onset = 0;
+
+  constructor(
+    line: EchoLineOptions,
+    private readonly send: (mulaw: Uint8Array) => void,
+    private readonly beforeFrame?: () => void,
+  ) {
+    this.line = new EchoLine(line);
+    this.played = new GatewayPlayedAudio(line.sampleRate);
+    this.frameSamples = (line.sampleRate * FRAME_MS) / 1000;
+    this.schedule();
+  }
+
+  /** The caller starts talking: `samples` at the line's rate, whose speech begins at sample `onset`. */
+  talk(samples: Int16Array, onset: number): void {
+    this.speech = samples;
+    this.speechAt = 0;
+    this.onset = onset;
+    this.onsetSentAt = undefined;
+  }
+
+  get talking(): boolean {
+    return this.speech !== undefined;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const due = this.startedAt + (this.frames + 1) * FRAME_MS;
+    this.timer = setTimeout(
+      () => {
+        this.tick();
+        this.schedule();
+      },
+      Math.max(0, due - performance.now()),
+    );
+  }
+
+  private tick(): void {
+    this.beforeFrame?.();
+    const n = this.frameSamples;
+    // What played during the frame before this one (the echo path's delay comes on top, in the line).
+    const heard = this.played.read(this.startedAt + (this.frames - 1) * FRAME_MS, n);
+    this.frames++;
+    let caller: Int16Array | undefined;
+    if (this.speech) {
+      caller = new Int16Array(n);
+      caller.set(this.speech.subarray(this.speechAt, this.speechAt + n));
+      if (this.onsetSentAt === undefined && this.speechAt + n > this.onset)
+        this.onsetSentAt = performance.now();
+      this.speechAt += n;
+      if (this.speechAt >= this.speech.length) this.speech = undefined;
+    }
+    this.send(encodeMulaw(this.line.next(heard, n, caller)));
+  }
+}

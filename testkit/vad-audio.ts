@@ -36,6 +36,18 @@ const ENGINE_RATE = 22_050;
 /** A sample counts as speech from here on when finding the true onset. */
 const ONSET_LEVEL = 300;
 
+/**
+ * Where the speech in `samples` really starts and ends: the first sample as loud as `ONSET_LEVEL`, and
+ * one past the last (both `samples.length` when none is).
+ */
+export function speechBounds(samples: Int16Array): { onset: number; end: number } {
+  let onset = 0;
+  while (onset < samples.length && Math.abs(samples[onset]!) < ONSET_LEVEL) onset++;
+  let end = samples.length;
+  while (end > onset && Math.abs(samples[end - 1]!) < ONSET_LEVEL) end--;
+  return { onset, end };
+}
+
 export interface TestUtterance {
   /** 1 s of line noise, the utterance in the same noise, 1 s of noise. */
   samples: Int16Array;
@@ -92,10 +104,7 @@ export async function noisyUtterance(
     ENGINE_RATE,
     sampleRate,
   );
-  let onset = 0;
-  while (onset < speech.length && Math.abs(speech[onset]!) < ONSET_LEVEL) onset++;
-  let end = speech.length;
-  while (end > onset && Math.abs(speech[end - 1]!) < ONSET_LEVEL) end--;
+  const { onset, end } = speechBounds(speech);
   const random = seeded(seed);
   const lead = sampleRate;
   const length = lead + speech.length + sampleRate;

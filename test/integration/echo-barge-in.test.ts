@@ -5,103 +5,39 @@
  * the inbound audio's arrival put the two on one timeline, which only a real run can check.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeMulaw, encodeMulaw } from '../../src/audio/g711.js';
+import { decodeMulaw } from '../../src/audio/g711.js';
 import { resampleWhole } from '../../src/audio/resampler.js';
 import { espeakSpeech } from '../../testkit/audio.js';
-import { EchoLine, GatewayPlayedAudio, atLevel, type EchoPath } from '../../testkit/echo-line.js';
+import { EchoingCaller, atLevel, type EchoPath } from '../../testkit/echo-line.js';
 import { SseReader } from '../../testkit/sse.js';
+import { speechBounds } from '../../testkit/vad-audio.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 
-const FRAME_SAMPLES = 160;
-const FRAME_MS = 20;
 const REPLY = 'This is a long answer that goes on and on, with every reason to cut in. '.repeat(12);
 
 /**
- * The caller's side of a line that echoes: what the gateway played is kept on the wall clock, and
- * every 20 ms, on a drift-free schedule as a gateway's own
- * clock sends it, the caller's frame is the echo of what played one frame earlier, plus the caller's
- * speech when it talks, plus line noise.
+ * The caller's side of a line that echoes (testkit's `EchoingCaller`), over the fake gateway: what it
+ * played is taken from the messages it received, as an ideal gateway plays them (the fake's own playout
+ * runs on a 5 ms timer, whose jitter a real gateway's echo does not have).
  */
-class EchoingCaller {
-  private readonly line: EchoLine;
-  private timer: NodeJS.Timeout | undefined;
-  private heard = 0;
-  private readonly played = new GatewayPlayedAudio(8000);
-  private readonly startedAt = performance.now();
-  private frames = 0;
-  private speech: Int16Array | undefined;
-  private speechAt = 0;
-  private stopped = false;
-  /** Inbound timestamp (ms) of the caller's speech onset, once it talked. */
-  onsetMs: number | undefined;
-  /** performance.now() when the frame with the speech onset went out. */
-  onsetSentAt: number | undefined;
-
-  constructor(
-    readonly gateway: FakeTwilio,
-    path: EchoPath,
-  ) {
+function echoingCaller(gateway: FakeTwilio, path: EchoPath): EchoingCaller {
+  let heard = 0;
+  const caller: EchoingCaller = new EchoingCaller(
     // Next to no line noise (35 dB under the caller's speech), where nothing masks an echo the estimator
     // mispredicts (the start of a reply, whose first ms once were missing from the reference).
-    this.line = new EchoLine({ sampleRate: 8000, ...path, noiseDbfs: -55, mulaw: false, seed: 7 });
-    this.schedule();
-  }
-
-  /** The caller starts talking: `samples` at 8 kHz, whose speech begins at sample `onset`. */
-  talk(samples: Int16Array, onset: number): void {
-    this.speech = samples;
-    this.speechAt = 0;
-    this.onsetMs = this.gateway.inboundTimestampMs + (onset / 8000) * 1000;
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const due = this.startedAt + (this.frames + 1) * FRAME_MS;
-    this.timer = setTimeout(
-      () => {
-        this.tick();
-        this.schedule();
-      },
-      Math.max(0, due - performance.now()),
-    );
-  }
-
-  private tick(): void {
-    // An ideal gateway's playout: each message right after the one before, or on arrival when the
-    // buffer had run dry; a clear drops what had not played. (The fake's own playout runs on a 5 ms
-    // timer, whose jitter a real gateway's echo does not have.)
-    const received = this.gateway.received;
-    for (; this.heard < received.length; this.heard++) {
-      const r = received[this.heard]!;
-      if (r.event === 'clear') this.played.clear(r.at);
-      else if (r.event === 'media' && r.bytes) this.played.media(decodeMulaw(r.bytes), r.at);
-    }
-    // The frame's own span on the caller's clock, and what played one frame before it (the echo path's
-    // delay comes on top, in the line).
-    const frameStart = this.startedAt + this.frames * FRAME_MS;
-    const heard = this.played.read(frameStart - FRAME_MS, FRAME_SAMPLES);
-    this.frames++;
-    let caller: Int16Array | undefined;
-    if (this.speech) {
-      caller = new Int16Array(FRAME_SAMPLES);
-      caller.set(this.speech.subarray(this.speechAt, this.speechAt + FRAME_SAMPLES));
-      if (
-        this.onsetSentAt === undefined &&
-        this.onsetMs !== undefined &&
-        this.gateway.inboundTimestampMs + FRAME_MS > this.onsetMs
-      )
-        this.onsetSentAt = performance.now();
-      this.speechAt += FRAME_SAMPLES;
-      if (this.speechAt >= this.speech.length) this.speech = undefined;
-    }
-    this.gateway.sendAudio(encodeMulaw(this.line.next(heard, FRAME_SAMPLES, caller)));
-  }
+    { sampleRate: 8000, ...path, noiseDbfs: -55, mulaw: false, seed: 7 },
+    (frame) => gateway.sendAudio(frame),
+    () => {
+      const received = gateway.received;
+      for (; heard < received.length; heard++) {
+        const r = received[heard]!;
+        if (r.event === 'clear') caller.played.clear(r.at);
+        else if (r.event === 'media' && r.bytes) caller.played.media(decodeMulaw(r.bytes), r.at);
+      }
+    },
+  );
+  return caller;
 }
 
 describe('echo-aware barge-in over a real call (Twilio)', () => {
@@ -114,7 +50,7 @@ describe('echo-aware barge-in over a real call (Twilio)', () => {
       resampleWhole(await espeakSpeech('Sorry, can I stop you there?', 'en-us+f3', 60), 22_050, 8000),
       -20,
     );
-    while (Math.abs(speech[speechOnset]!) < 300) speechOnset++;
+    speechOnset = speechBounds(speech).onset;
   });
   afterAll(async () => {
     await withEcho.close();
@@ -136,7 +72,7 @@ describe('echo-aware barge-in over a real call (Twilio)', () => {
     const g = new FakeTwilio(`${app.url.replace('http:', 'ws:')}/media/twilio`);
     await g.start();
     await g.until(() => app.app.calls.get(g.callSid)?.state.status === 'active', 5000, 'the call');
-    const caller = new EchoingCaller(g, path);
+    const caller = echoingCaller(g, path);
     const sse = new SseReader(`${app.url}/calls/${g.callSid}/events`);
     await say(g);
     return { g, caller, sse };
@@ -176,6 +112,7 @@ describe('echo-aware barge-in over a real call (Twilio)', () => {
         expect(falseClears).toBeLessThanOrEqual(1);
         const before = g.received.length;
         const bargeInsBefore = sse.of('barge-in').length;
+        const onsetMs = g.inboundTimestampMs + (speechOnset / 8000) * 1000;
         caller.talk(speech, speechOnset);
         await g.until(() => g.received.slice(before).some((r) => r.event === 'clear'), 3000, 'the clear');
         const clearAt = g.received.slice(before).find((r) => r.event === 'clear')!.at;
@@ -184,8 +121,8 @@ describe('echo-aware barge-in over a real call (Twilio)', () => {
         // Found from where the caller's speech began (inbound timeline, not a wall-clock figure): the
         // cautious rule alone (400 ms of speech) would not have been enough, it also cuts the bot on
         // its echo (test/unit/audio/echo.test.ts).
-        expect(event.onset_ms).toBeGreaterThan(caller.onsetMs! - 100);
-        expect(event.detected_ms - caller.onsetMs!).toBeLessThan(700);
+        expect(event.onset_ms).toBeGreaterThan(onsetMs - 100);
+        expect(event.detected_ms - onsetMs).toBeLessThan(700);
         // Wall clock, a sanity bound only: onset sent → clear received.
         expect(clearAt - caller.onsetSentAt!).toBeLessThan(1500);
       } finally {

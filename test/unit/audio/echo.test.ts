@@ -16,7 +16,13 @@ import {
 import { espeakSpeech } from '../../../testkit/audio.js';
 import { EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
 import { seeded } from '../../../testkit/random.js';
-import { nonSpeechSecond, NON_SPEECH_KINDS, UTTERANCES, VOICES } from '../../../testkit/vad-audio.js';
+import {
+  nonSpeechSecond,
+  NON_SPEECH_KINDS,
+  speechBounds,
+  UTTERANCES,
+  VOICES,
+} from '../../../testkit/vad-audio.js';
 
 const RATE = 8000;
 const WINDOW = 256;
@@ -60,9 +66,7 @@ beforeAll(async () => {
     UTTERANCES.slice(0, 6).map(async (text, i) => {
       const [voice, pitch] = VOICES[i % VOICES.length]!;
       const samples = atLevel(resampleWhole(await espeakSpeech(text, voice, pitch), ENGINE_RATE, RATE), -20);
-      let onset = 0;
-      while (Math.abs(samples[onset]!) < 300) onset++;
-      return { samples, onset };
+      return { samples, onset: speechBounds(samples).onset };
     }),
   );
   model = await SileroModel.load();
