@@ -154,6 +154,17 @@ const ECHO_MARGIN_DB = 8;
 /** Of the predicted echo's power, the share every band is taken to hold at least (−25 dB). */
 const ECHO_SPREAD = 10 ** (-25 / 10);
 const NOISE_MARGIN = 3;
+/**
+ * The same over a whole window (four cells' powers summed per band, which vary less than one cell's):
+ * a band over the summed echo by `POOLED_ECHO_MARGIN_DB` and over its noise by `POOLED_NOISE_MARGIN_DB`,
+ * in `POOLED_CALLER_BANDS` bands, makes the window the caller's too. A soft onset over a loud echo or
+ * a noisy line stays a little over them through the window rather than far over them in two cells.
+ * Measured offline (30 talk-overs a line, echo alone over 130 s a line, 15 lines): at 10 dB SNR onset
+ * → decision p95 864 → 416 ms on 150 ms/12 dB and 981 → 896 on 40 ms/6 dB; false barge-ins 1 → 1.
+ */
+const POOLED_ECHO_MARGIN_DB = 7;
+const POOLED_NOISE_MARGIN_DB = 2;
+const POOLED_CALLER_BANDS = 3;
 /** Bands over the line that make a cell the caller's; cells that make a window the caller's. */
 const CALLER_BANDS = 2;
 const CALLER_CELLS = 2;
@@ -161,6 +172,8 @@ const CALLER_CELLS = 2;
 const ECHO_VS_NOISE = 0.5;
 
 const ECHO_MARGIN = 10 ** (ECHO_MARGIN_DB / 10);
+const POOLED_ECHO_MARGIN = 10 ** (POOLED_ECHO_MARGIN_DB / 10);
+const POOLED_NOISE_MARGIN = 10 ** (POOLED_NOISE_MARGIN_DB / 10);
 
 function popcount(x: number): number {
   x -= (x >>> 1) & 0x55555555;
@@ -290,6 +303,11 @@ export class EchoEstimator {
   private median = 0.5;
   private medianAge = 0;
   private readonly predicted = new Float64Array(BANDS);
+  /** Per band, the echo a cell is judged against (before the margin). */
+  private readonly line = new Float64Array(BANDS);
+  private readonly pooledIn = new Float64Array(BANDS);
+  private readonly pooledEcho = new Float64Array(BANDS);
+  private readonly pooledNoise = new Float64Array(BANDS);
 
   constructor(readonly sampleRate: VadSampleRate) {
     this.analyser = new PairAnalyser(sampleRate);
@@ -301,11 +319,33 @@ export class EchoEstimator {
     const hop = this.analyser.hopSamples;
     let echoCells = 0;
     let callerCells = 0;
+    const { pooledIn, pooledEcho, pooledNoise } = this;
+    pooledIn.fill(0);
+    pooledEcho.fill(0);
+    pooledNoise.fill(0);
+    let margin = 1;
     for (let offset = 0; offset + hop <= inbound.length; offset += hop) {
       const cell = this.cell(inbound, reference, offset);
       if (cell.echo) echoCells++;
       if (cell.caller) callerCells++;
+      margin = cell.margin;
+      for (let b = 0; b < BANDS; b++) {
+        pooledIn[b] = pooledIn[b]! + this.inBands[b]!;
+        pooledEcho[b] = pooledEcho[b]! + this.line[b]!;
+        pooledNoise[b] = pooledNoise[b]! + this.noise[b]!;
+      }
     }
+    // The window as a whole: the four cells' powers summed vary less than one cell's, so a band that
+    // stays a little over the echo and the noise through the window tells as much as one far over them
+    // in a single cell (a soft onset over a loud echo or a noisy line).
+    let pooledOver = 0;
+    for (let b = 0; b < BANDS; b++) {
+      const line =
+        pooledEcho[b]! * (margin === 1 ? 1 : POOLED_ECHO_MARGIN) +
+        pooledNoise[b]! * NOISE_BIAS * POOLED_NOISE_MARGIN;
+      if (pooledIn[b]! > line) pooledOver++;
+    }
+    if (pooledOver >= POOLED_CALLER_BANDS) callerCells = Math.max(callerCells, CALLER_CELLS);
     const converged = this.settled || this.absent;
     let erlDb: number | undefined;
     if (this.delayCells !== undefined) {
@@ -382,7 +422,7 @@ export class EchoEstimator {
     inbound: Int16Array,
     reference: Int16Array,
     offset: number,
-  ): { echo: boolean; caller: boolean } {
+  ): { echo: boolean; caller: boolean; margin: number } {
     const refTotal = this.analyser.push(inbound, reference, offset, this.inBands, this.refBands);
     const refOn = refTotal > REF_ACTIVE_POWER;
     // The reference history.
@@ -519,7 +559,7 @@ export class EchoEstimator {
   }
 
   /** This cell: may it hold echo, and does it hold more than the echo and the noise explain? */
-  private judge(noiseTotal: number): { echo: boolean; caller: boolean } {
+  private judge(noiseTotal: number): { echo: boolean; caller: boolean; margin: number } {
     const delay = this.settled ? this.delayCells : undefined;
     const echo = this.predicted;
     let echoTotal = 0;
@@ -543,9 +583,10 @@ export class EchoEstimator {
     const margin = delay === undefined ? 1 : ECHO_MARGIN;
     let over = 0;
     for (let b = 0; b < BANDS; b++) {
-      const line = Math.max(echo[b]!, spread) * margin + this.noise[b]! * NOISE_BIAS * NOISE_MARGIN;
+      this.line[b] = Math.max(echo[b]!, spread);
+      const line = this.line[b]! * margin + this.noise[b]! * NOISE_BIAS * NOISE_MARGIN;
       if (this.inBands[b]! > line) over++;
     }
-    return { echo: echoTotal >= noiseTotal * ECHO_VS_NOISE, caller: over >= CALLER_BANDS };
+    return { echo: echoTotal >= noiseTotal * ECHO_VS_NOISE, caller: over >= CALLER_BANDS, margin };
   }
 }

@@ -276,6 +276,23 @@ describe('echo-aware barge-in detector', () => {
     expect(talking).toEqual((await run(line, 45, track, 'bot silent')).filter((d) => d >= 2500));
   }, 60_000);
 
+  it('on a noisy line with echo (150 ms, 12 dB, 10 dB SNR), a caller talking over the bot is heard soon', async () => {
+    // A soft onset over the echo and the noise stays a little over both through a window rather than
+    // far over them in single cells: the window's pooled bands hear it.
+    const { track, onsets } = talkOver(60);
+    const found = (await run({ delayMs: 150, erlDb: 12, noiseDbfs: -30 }, 60, track)).filter(
+      (d) => d >= 2500,
+    );
+    const latencies = onsets.map((on) => found.find((d) => d >= on && d < on + 1500)! - on);
+    expect(latencies.every((l) => Number.isFinite(l))).toBe(true);
+    expect(found.length).toBe(onsets.length);
+    // On the inbound timeline. Measured: 10 onsets in 2959 ms in all (median 219); judged cell by cell
+    // alone, the echo's veto held two of them back by 100–160 ms more (3311 ms).
+    latencies.sort((a, b) => a - b);
+    expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(250);
+    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(3150);
+  }, 60_000);
+
   it('DTMF, clicks, pops and hum over a talking bot on an echoing line never barge in', async () => {
     const random = seeded(9);
     const track = new Int16Array(40 * RATE);
