@@ -53,3 +53,67 @@ export function dtmfTones(digits: string, sampleRate: number): Int16Array {
   }
   return out;
 }
+
+/** A key's tone as heard: blocks of this length (ms), one every `TONE_HOP_MS`, are judged one by one. */
+const TONE_BLOCK_MS = 16;
+const TONE_HOP_MS = 8;
+/**
+ * A block holds a key's tone when its strongest row frequency and its strongest column frequency
+ * together hold this share of its energy, neither under `TONE_MIN_SHARE` (a twist of up to 10 dB, where
+ * Q.24 asks receivers for 4–8). Speech spreads its energy over many harmonics and formants; the bot's
+ * echo and the line's noise under a key are some 10 dB under its tones.
+ */
+const TONE_SHARE = 0.6;
+const TONE_MIN_SHARE = 0.06;
+
+/**
+ * Finds DTMF key tones in a caller's audio (for barge-in: a key pressed over the bot is not the caller
+ * talking). Goertzel powers at the eight Q.23 frequencies over 16 ms blocks, 8 ms apart: a 16 ms block
+ * is wide enough that a key ±1.5 % off frequency (Q.24) keeps most of its power, and narrow enough that
+ * the tone's first and last 16 ms are found.
+ */
+export class DtmfToneDetector {
+  private readonly block: number;
+  private readonly hop: number;
+  private readonly coefficients: Float64Array;
+
+  constructor(sampleRate: number) {
+    this.block = Math.round((sampleRate * TONE_BLOCK_MS) / 1000);
+    this.hop = Math.round((sampleRate * TONE_HOP_MS) / 1000);
+    this.coefficients = Float64Array.from(
+      [...ROWS, ...COLUMNS],
+      (f) => 2 * Math.cos((2 * Math.PI * f) / sampleRate),
+    );
+  }
+
+  /** Whether any 16 ms block of `samples` holds a key's tone. */
+  holdsTone(samples: Int16Array): boolean {
+    for (let start = 0; start + this.block <= samples.length; start += this.hop)
+      if (this.blockHoldsTone(samples, start)) return true;
+    return false;
+  }
+
+  private blockHoldsTone(samples: Int16Array, start: number): boolean {
+    const n = this.block;
+    let energy = 0;
+    for (let i = start; i < start + n; i++) energy += samples[i]! * samples[i]!;
+    if (energy === 0) return false;
+    let row = 0;
+    let column = 0;
+    for (let k = 0; k < this.coefficients.length; k++) {
+      const c = this.coefficients[k]!;
+      let s1 = 0;
+      let s2 = 0;
+      for (let i = start; i < start + n; i++) {
+        const s0 = samples[i]! + c * s1 - s2;
+        s2 = s1;
+        s1 = s0;
+      }
+      // A sine of amplitude A at the frequency gives (A·n/2)²; the block's energy is A²·n/2.
+      const share = (2 * (s1 * s1 + s2 * s2 - c * s1 * s2)) / (n * energy);
+      if (k < ROWS.length) row = Math.max(row, share);
+      else column = Math.max(column, share);
+    }
+    return row + column >= TONE_SHARE && Math.min(row, column) >= TONE_MIN_SHARE;
+  }
+}

@@ -13,6 +13,7 @@
  * much). The gate alone never starts a run of speech (tones and clicks open it); it only carries on one
  * that Silero began, or ends one.
  */
+import { DtmfToneDetector } from '../dtmf.js';
 import type { EchoVerdict } from './echo.js';
 import { EnergyGate } from './energy-gate.js';
 import type { EchoStream, SileroModel, SileroStream, VadSampleRate } from './silero.js';
@@ -134,6 +135,7 @@ export class SpeechOnsetDetector {
   private readonly partialReference: Int16Array;
   private partialHasReference = false;
   private readonly gate = new EnergyGate();
+  private readonly tones: DtmfToneDetector;
   private readonly windowSamples: number;
   private readonly windowMs: number;
   private readonly minSpeechMs: number;
@@ -189,6 +191,7 @@ export class SpeechOnsetDetector {
     this.minSpeechWhileAudibleMs = options.minSpeechWhileAudibleMs ?? 400;
     this.threshold = options.threshold ?? 0.5;
     this.now = options.now ?? (() => performance.now());
+    this.tones = new DtmfToneDetector(options.sampleRate);
     this.partial = new Int16Array(this.windowSamples);
     this.partialReference = new Int16Array(this.windowSamples);
     this.echo = options.echo ? model.echoStream(options.sampleRate) : undefined;
@@ -316,8 +319,13 @@ export class SpeechOnsetDetector {
     // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps
     // between syllables); otherwise it sleeps, and it is not asked about the bot's echo.
     const wanted = !w.echoOnly && (open || this.runStartMs !== undefined || this.gateClosedMs <= RUN_GAP_MS);
+    // A key pressed over the bot: the echo does not explain its tones, and Silero takes the echo under
+    // them for speech. A tone is not speech, and ends a run: the bits of a key's first and last 16 ms
+    // that its window shares with the echo never add up to a run, however many keys follow.
+    const tone = open && !w.echoOnly && this.tones.holdsTone(w.samples);
+    if (tone) this.endRun();
     let onset: SpeechOnset | undefined;
-    if (w.echoOnly) {
+    if (w.echoOnly || tone) {
       this.idleWindows++;
       onset = this.judge(0, w.startMs, audible);
     } else if (wanted && !this.behind()) {
