@@ -136,6 +136,8 @@ class EchoCaller {
 interface LineResult {
   line: Line;
   falseBargeIns: number;
+  /** Those within the bot's first 3 s on the call, while its echo path is being found. */
+  earlyFalseBargeIns: number;
   echoMinutes: number;
   onsetToClearMs: number[];
   missed: number;
@@ -175,13 +177,16 @@ async function runLines(
       callers.map(async (caller, ci): Promise<LineResult> => {
         // The bot talks to a caller who only echoes it; after a false barge-in it is asked again.
         await say(bench, caller.callSid, REPLY);
-        const echoEnd = performance.now() + ECHO_SECONDS * 1000;
+        const echoStart = performance.now();
+        const echoEnd = echoStart + ECHO_SECONDS * 1000;
         let seen = 0;
         let falseBargeIns = 0;
+        let earlyFalseBargeIns = 0;
         while (performance.now() < echoEnd) {
           await sleep(200);
           if (caller.clears.length > seen) {
             falseBargeIns += caller.clears.length - seen;
+            earlyFalseBargeIns += caller.clears.slice(seen).filter((at) => at < echoStart + 3000).length;
             // A false barge-in may be taken back (resumed); else the bot is asked again. The clear of
             // that interrupt is not a barge-in.
             await sleep(2500);
@@ -196,6 +201,7 @@ async function runLines(
         const result: LineResult = {
           line: caller.spec,
           falseBargeIns,
+          earlyFalseBargeIns,
           echoMinutes: ECHO_SECONDS / 60,
           onsetToClearMs: [],
           missed: 0,
@@ -261,17 +267,26 @@ export async function benchEchoLines(): Promise<void> {
     const onsets = clears.length + rs.reduce((n, r) => n + r.missed, 0);
     const minutes = rs.reduce((n, r) => n + r.echoMinutes, 0);
     const falses = rs.reduce((n, r) => n + r.falseBargeIns, 0);
+    const early = rs.reduce((n, r) => n + r.earlyFalseBargeIns, 0);
     return [
       name,
       fmt(percentile(clears, 50), 0),
       fmt(percentile(clears, 95), 0),
       `${fmt((100 * clears.length) / Math.max(1, onsets), 1)} % of ${onsets}`,
       `${falses} in ${fmt(minutes, 0)} min (${fmt((falses * 10) / Math.max(1e-9, minutes), 2)} / 10 min)`,
+      String(early),
     ];
   };
   printTable(
     `Barge-in on lines that echo the bot (${lines.length} Twilio calls at once, ${ECHO_SECONDS} s of echo each, ${ROUNDS} talk-overs each)`,
-    ['lines', 'onset → clear p50 (ms)', 'p95 (ms)', 'onsets caught', 'false barge-ins on echo alone'],
+    [
+      'lines',
+      'onset → clear p50 (ms)',
+      'p95 (ms)',
+      'onsets caught',
+      'false barge-ins on echo alone',
+      'of which in the first 3 s',
+    ],
     groups.flatMap(([name, match]) => [
       row(`${name}: echo-aware`, withEcho.filter(match)),
       row(`${name}: 400 ms rule (echo: false)`, baseline.filter(match)),
@@ -279,7 +294,7 @@ export async function benchEchoLines(): Promise<void> {
   );
   printTable(
     'Per line, echo-aware',
-    ['line', 'onset → clear p50 (ms)', 'p95 (ms)', 'onsets caught', 'false barge-ins'],
+    ['line', 'onset → clear p50 (ms)', 'p95 (ms)', 'onsets caught', 'false barge-ins', 'in the first 3 s'],
     withEcho.map((r) => row(lineName(r.line), [r])),
   );
 }
