@@ -83,12 +83,23 @@ export function numberAt(o: JsonObject, key: string): number | undefined {
   return n;
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
-/** Standard padded base64 to bytes (a Buffer over fresh memory); anything else is malformed. */
+/**
+ * Standard padded base64 to bytes (a Buffer over fresh memory); anything else is malformed. Node's
+ * decoder skips what is not base64 and stops at padding, so any such character leaves the bytes short
+ * of what the text's length promises; it also takes the URL-safe alphabet, refused here. (A regular
+ * expression over the text cost about 1 % of the event loop at 200 calls.)
+ */
 export function decodeBase64(text: string, what: string): Uint8Array {
-  if (!BASE64.test(text)) throw new ProtocolError('malformed', `${what} is not base64`);
-  return Buffer.from(text, 'base64');
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  const bytes = text.length % 4 === 0 ? Buffer.from(text, 'base64') : undefined;
+  if (
+    bytes === undefined ||
+    bytes.length !== (text.length / 4) * 3 - padding ||
+    text.includes('-') ||
+    text.includes('_')
+  )
+    throw new ProtocolError('malformed', `${what} is not base64`);
+  return bytes;
 }
 
 export function encodeBase64(bytes: Uint8Array): string {
