@@ -31,6 +31,12 @@ export interface PhoneSinkOptions {
    * anyway (a gateway that lost the mark). Default 2000 ms.
    */
   markGraceMs?: number;
+  /**
+   * Frames the speaker releases at once; with more than 1, the frames written in one turn of the event
+   * loop leave as one message where the gateway's framing allows it (one socket write, one JSON and
+   * base64 encoding instead of several). Default 1: each frame is sent as it is written.
+   */
+  burstFrames?: number;
 }
 
 export type PlayoutOutcome = 'played' | 'cleared' | 'unknown';
@@ -61,6 +67,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
   readonly frameMs = FRAME_MS;
   readonly leadMs: number;
   readonly selfPaced = false;
+  readonly burstFrames: number;
 
   private readonly protocol: GatewayProtocol;
   private readonly stream: StreamInfo;
@@ -89,6 +96,8 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
   private lastMarkMs = 0;
   /** The furthest position a mark confirmed as played. */
   private ackedMs = 0;
+  /** A send of the frames written in this turn of the event loop is scheduled. */
+  private sendScheduled = false;
 
   constructor(options: PhoneSinkOptions) {
     super();
@@ -101,6 +110,9 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     this.markIntervalMs = options.markIntervalMs ?? DEFAULT_MARK_INTERVAL_MS;
     this.maxInFlightBytes = options.maxInFlightBytes ?? DEFAULT_MAX_IN_FLIGHT_BYTES;
     this.markGraceMs = options.markGraceMs ?? DEFAULT_MARK_GRACE_MS;
+    this.burstFrames = options.burstFrames ?? 1;
+    if (!(Number.isInteger(this.burstFrames) && this.burstFrames >= 1))
+      throw new RangeError(`burstFrames must be a whole number ≥ 1, got ${this.burstFrames}`);
     this.playout = new PlayoutClock(options.clock);
     this.frameSize = frameBytes(this.format, FRAME_MS);
     this.silence = silenceFrame(this.format, FRAME_MS)[0]!;
@@ -123,7 +135,14 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
       this.emit('frame', { payload: frame.payload, playAtMs });
     }
     this.playout.onWrite(this.frameMs);
-    this.sendComplete(false);
+    if (this.burstFrames === 1) this.sendComplete(false);
+    else if (!this.sendScheduled) {
+      this.sendScheduled = true;
+      setImmediate(() => {
+        this.sendScheduled = false;
+        if (!this.closed) this.sendComplete(false);
+      });
+    }
   }
 
   flush(): void {

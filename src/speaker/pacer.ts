@@ -6,6 +6,12 @@ export interface PacerOptions {
   leadMs: number;
   /** lateness beyond which the pacer re-anchors instead of bursting; default 2 frames */
   maxLateMs?: number;
+  /**
+   * Frames released together: frames k·n … k·n+n−1 share frame k·n's deadline, so a sink can send them
+   * as one message and the sender wakes once per n frames (the far end's buffer, the lead, holds up to
+   * n−1 frames more for it). Default 1.
+   */
+  burstFrames?: number;
 }
 
 export interface PaceResult {
@@ -35,6 +41,7 @@ export class Pacer {
   private readonly frameMs: number;
   private readonly leadMs: number;
   private readonly maxLateMs: number;
+  private readonly burstFrames: number;
   /** When the current anchor was taken (no deadline precedes it); undefined: not anchored. */
   private anchorMs: number | undefined;
   /** Where frame 0 of this anchor starts playing at the far end: the anchor, or later when audio was still queued. */
@@ -49,14 +56,18 @@ export class Pacer {
   ) {
     const { frameMs, leadMs } = options;
     const maxLateMs = options.maxLateMs ?? 2 * frameMs;
+    const burstFrames = options.burstFrames ?? 1;
     if (!(Number.isFinite(frameMs) && frameMs > 0))
       throw new RangeError(`frameMs must be > 0, got ${frameMs}`);
     if (!(Number.isFinite(leadMs) && leadMs >= 0)) throw new RangeError(`leadMs must be ≥ 0, got ${leadMs}`);
     if (!(Number.isFinite(maxLateMs) && maxLateMs >= 0))
       throw new RangeError(`maxLateMs must be ≥ 0, got ${maxLateMs}`);
+    if (!(Number.isInteger(burstFrames) && burstFrames >= 1))
+      throw new RangeError(`burstFrames must be a whole number ≥ 1, got ${burstFrames}`);
     this.frameMs = frameMs;
     this.leadMs = leadMs;
     this.maxLateMs = maxLateMs;
+    this.burstFrames = burstFrames;
   }
 
   /**
@@ -104,6 +115,7 @@ export class Pacer {
   }
 
   private deadline(frame: number): number {
-    return Math.max(this.anchorMs ?? 0, this.originMs + frame * this.frameMs - this.leadMs);
+    const first = frame - (frame % this.burstFrames);
+    return Math.max(this.anchorMs ?? 0, this.originMs + first * this.frameMs - this.leadMs);
   }
 }

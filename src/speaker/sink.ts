@@ -25,6 +25,11 @@ export interface AudioSink {
   readonly leadMs: number;
   /** True when the sink pulls frames at its own rate: the speaker then relies on `write()`'s backpressure. */
   readonly selfPaced: boolean;
+  /**
+   * Frames the speaker releases at once (the pacer's burst), for a sink that sends them as one message:
+   * fewer socket writes and wake-ups per call, within the lead. Default 1.
+   */
+  readonly burstFrames?: number;
   /** Takes one frame; resolves when the sink can take another (never queue without bound). */
   write(frame: SinkFrame): Promise<void>;
   /** Drops all audio not yet played, at the far end too (gateway clear, player stop). */

@@ -91,7 +91,11 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     super();
     this.clock = options.clock ?? systemClock;
     const { sink } = options;
-    this.pacer = new Pacer(this.clock, { frameMs: sink.frameMs, leadMs: sink.leadMs });
+    this.pacer = new Pacer(this.clock, {
+      frameMs: sink.frameMs,
+      leadMs: sink.leadMs,
+      ...(sink.burstFrames === undefined ? {} : { burstFrames: sink.burstFrames }),
+    });
     this.frameCapacity = Math.max(2, Math.ceil((options.bufferMs ?? 1000) / sink.frameMs));
   }
 

@@ -39,6 +39,7 @@ function setup(options: {
   /** Leave send callbacks pending (a slow socket). */
   holdCallbacks?: boolean;
   maxInFlightBytes?: number;
+  burstFrames?: number;
 }) {
   const format = options.format ?? MULAW_8K;
   const framing = options.framing ?? { minBytes: 160, multipleOfBytes: 160, maxBytes: 16_000, exact: false };
@@ -61,6 +62,7 @@ function setup(options: {
     },
     clock,
     ...(options.maxInFlightBytes ? { maxInFlightBytes: options.maxInFlightBytes } : {}),
+    ...(options.burstFrames ? { burstFrames: options.burstFrames } : {}),
   });
   const playout: Array<{ name: string; positionMs: number; outcome: PlayoutOutcome }> = [];
   sink.on('playout', (p) => playout.push(p));
@@ -81,6 +83,28 @@ describe('PhoneSink framing', () => {
       await sink.write({ payload: frame(MULAW_8K, i + 1), epoch: 0, utteranceId: 'u' });
     expect(media().map((m) => m.length)).toEqual([160, 160, 160, 160, 160]);
     expect(media().map((m) => m[0])).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('with burstFrames 2, the frames written in one turn of the event loop leave as one message', async () => {
+    const { sink, media } = setup({ burstFrames: 2 });
+    await sink.write({ payload: frame(MULAW_8K, 1), epoch: 0, utteranceId: 'u' });
+    await sink.write({ payload: frame(MULAW_8K, 2), epoch: 0, utteranceId: 'u' });
+    expect(media()).toEqual([]); // held to the end of this turn
+    await new Promise((r) => setImmediate(r));
+    expect(media().map((m) => m.length)).toEqual([320]);
+    expect([...media()[0]!.subarray(159, 161)]).toEqual([1, 2]);
+    // A lone frame goes at the end of its turn, unpadded; a flush sends at once.
+    await sink.write({ payload: frame(MULAW_8K, 3), epoch: 0, utteranceId: 'u' });
+    await new Promise((r) => setImmediate(r));
+    await sink.write({ payload: frame(MULAW_8K, 4), epoch: 0, utteranceId: 'u' });
+    sink.flush();
+    expect(media().map((m) => m.length)).toEqual([320, 160, 160]);
+    expect(sink.writtenMs()).toBe(80);
+    // A frame held when a clear comes is dropped with the rest, never sent after the clear.
+    await sink.write({ payload: frame(MULAW_8K, 5), epoch: 0, utteranceId: 'u' });
+    sink.clear();
+    await new Promise((r) => setImmediate(r));
+    expect(media()).toHaveLength(3);
   });
 
   it("Exotel's rule: messages of at least 3200 B in multiples of 320 B; the end padded with silence", async () => {

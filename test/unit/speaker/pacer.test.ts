@@ -78,6 +78,27 @@ describe('Pacer', () => {
     for (const a of aheads.slice(10)) expect(a).toBe(LEAD_MS + FRAME_MS);
   });
 
+  it('with burstFrames 2 releases frames in pairs at the first one\'s deadline, with no drift', async () => {
+    const clock = new FakeClock(START_MS);
+    const pacer = new Pacer(clock, { frameMs: FRAME_MS, leadMs: 0, burstFrames: 2 });
+    const running = send(pacer, clock, 1001);
+    await clock.advance(20_000);
+    const sent = await running;
+    expect(sent.slice(0, 6).map((s) => s.atMs)).toEqual([1000, 1000, 1040, 1040, 1080, 1080]);
+    expect(sent[1000]!.atMs).toBe(START_MS + 1000 * FRAME_MS);
+    expect(largestBurst(sent)).toBe(2);
+    expect(sent.every((s) => s.lateMs === 0 && !s.reanchored)).toBe(true);
+    // The far end never holds more than the lead (0) and the burst's second frame.
+    expect(Math.max(...farEndQueueMs(sent))).toBe(2 * FRAME_MS);
+  });
+
+  it('refuses a burst that is not a whole number of frames', () => {
+    expect(() => new Pacer(new FakeClock(), { frameMs: FRAME_MS, leadMs: 0, burstFrames: 0 })).toThrow(RangeError);
+    expect(() => new Pacer(new FakeClock(), { frameMs: FRAME_MS, leadMs: 0, burstFrames: 1.5 })).toThrow(
+      RangeError,
+    );
+  });
+
   it('with leadMs 0 sends the first frame at once, then one per frameMs', async () => {
     const clock = new FakeClock(START_MS);
     const pacer = new Pacer(clock, { frameMs: FRAME_MS, leadMs: 0 });
