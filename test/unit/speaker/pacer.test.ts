@@ -78,7 +78,7 @@ describe('Pacer', () => {
     for (const a of aheads.slice(10)) expect(a).toBe(LEAD_MS + FRAME_MS);
   });
 
-  it('with burstFrames 2 releases frames in pairs at the first one\'s deadline, with no drift', async () => {
+  it("with burstFrames 2 releases frames in pairs at the first one's deadline, with no drift", async () => {
     const clock = new FakeClock(START_MS);
     const pacer = new Pacer(clock, { frameMs: FRAME_MS, leadMs: 0, burstFrames: 2 });
     const running = send(pacer, clock, 1001);
@@ -93,7 +93,9 @@ describe('Pacer', () => {
   });
 
   it('refuses a burst that is not a whole number of frames', () => {
-    expect(() => new Pacer(new FakeClock(), { frameMs: FRAME_MS, leadMs: 0, burstFrames: 0 })).toThrow(RangeError);
+    expect(() => new Pacer(new FakeClock(), { frameMs: FRAME_MS, leadMs: 0, burstFrames: 0 })).toThrow(
+      RangeError,
+    );
     expect(() => new Pacer(new FakeClock(), { frameMs: FRAME_MS, leadMs: 0, burstFrames: 1.5 })).toThrow(
       RangeError,
     );
