@@ -12,6 +12,7 @@ import { Resampler } from '../../src/audio/resampler.js';
 import type { WireFormat } from '../../src/audio/framer.js';
 import { REFERENCE_ADVANCE_MS } from '../../src/audio/vad/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
+import { LeastDelay } from '../../src/speaker/least-delay.js';
 import { decodeCallerAudio } from './caller-audio.js';
 
 /** The ring holds this much around now (ms): the sink's lead ahead, the longest echo behind. */
@@ -32,10 +33,8 @@ export class EchoReference {
   private readonly ring: Int16Array;
   private readonly samplesPerMs: number;
   private readonly resampler: Resampler | undefined;
-  /** The ring is indexed by wall time (sample = ms × rate, modulo its length). Arrival offset blocks: */
-  private blockStartMs = Number.NEGATIVE_INFINITY;
-  private blockMin = Number.POSITIVE_INFINITY;
-  private previousMin = Number.POSITIVE_INFINITY;
+  /** The ring is indexed by wall time (sample = ms × rate, modulo its length). The arrival offset: */
+  private readonly arrival = new LeastDelay(OFFSET_BLOCK_MS);
   /** Where the next frame goes if it follows on (ms), and the smoothed arrival offset. */
   private nextPlayAtMs: number | undefined;
   private offsetMs: number | undefined;
@@ -90,13 +89,7 @@ export class EchoReference {
    */
   arrived(endMs: number, durationMs: number): number {
     const now = this.clock.now();
-    if (now - this.blockStartMs >= OFFSET_BLOCK_MS) {
-      this.previousMin = this.blockMin;
-      this.blockMin = Number.POSITIVE_INFINITY;
-      this.blockStartMs = now;
-    }
-    this.blockMin = Math.min(this.blockMin, now - endMs);
-    const measured = Math.min(this.blockMin, this.previousMin);
+    const measured = this.arrival.add(now - endMs, now);
     const smoothed = this.offsetMs;
     this.offsetMs =
       smoothed !== undefined && Math.abs(measured - smoothed) < RESYNC_MS

@@ -1,5 +1,9 @@
 import { Waiters } from '../async/waiters.js';
 import type { Clock } from './clock.js';
+import { LeastDelay } from './least-delay.js';
+
+/** Returned marks are judged by the least delay over two blocks of this long (ms). */
+const ACK_BLOCK_MS = 1000;
 
 /**
  * What a listener has heard, for sinks whose far end does not acknowledge playout: audio plays at real
@@ -13,6 +17,8 @@ export class PlayoutClock {
   private anchorAt = 0;
   /** `whenPlayed()` calls, woken when an ack or a clear moves the estimate. */
   private readonly waiters = new Waiters();
+  /** (clock time − position) of the marks returned in this run: the least is the far end's playout. */
+  private readonly ackDelay = new LeastDelay(ACK_BLOCK_MS);
 
   constructor(private readonly clock: Clock) {}
 
@@ -30,17 +36,24 @@ export class PlayoutClock {
       // The far end had nothing left to play: playout restarts now.
       this.anchorPos = this.written;
       this.anchorAt = this.clock.now();
+      this.ackDelay.reset();
     }
     this.written += ms;
   }
 
   /**
-   * The far end says it has played up to `positionMs` (a returned mark): from now on the estimate runs
-   * from there, which corrects for the gateway's own buffering and network delay.
+   * The far end says it has played up to `positionMs` (a returned mark): the estimate runs from there,
+   * which corrects for the gateway's own buffering and network delay. A mark only ever comes back late
+   * (the network, the gateway's timers, our own busy event loop), so the estimate takes the mark that
+   * came back soonest after its position played, over the last second or two of this run: one late
+   * mark does not set the playout back (the echo reference and the resume position would move with
+   * it), and the estimate never falls behind a returned position.
    */
   onAck(positionMs: number): void {
-    this.anchorPos = Math.min(positionMs, this.written);
-    this.anchorAt = this.clock.now();
+    const now = this.clock.now();
+    const position = Math.min(positionMs, this.written);
+    this.anchorPos = now - this.ackDelay.add(now - position, now);
+    this.anchorAt = now;
     this.waiters.wakeAll();
   }
 
@@ -50,6 +63,7 @@ export class PlayoutClock {
     this.written = played;
     this.anchorPos = played;
     this.anchorAt = this.clock.now();
+    this.ackDelay.reset();
     this.waiters.wakeAll();
   }
 

@@ -64,4 +64,30 @@ describe('PlayoutClock', () => {
     expect(at).toBe(50);
     expect(clock.pending).toBe(0);
   });
+
+  it('a late mark does not set the playout back: the mark that came back soonest is the far end', async () => {
+    const clock = new FakeClock();
+    const playout = new PlayoutClock(clock);
+    for (let i = 0; i < 200; i++) playout.onWrite(20); // 4 s of audio
+    // The far end plays 60 ms behind our writes; marks every 200 ms, most back at once, one 150 ms late.
+    await clock.advance(260);
+    playout.onAck(200);
+    expect(playout.playedMs()).toBe(200);
+    await clock.advance(200);
+    playout.onAck(400);
+    expect(playout.playedMs()).toBe(400);
+    await clock.advance(350);
+    playout.onAck(600); // position 600 played at 660; its mark is read at 810
+    expect(playout.playedMs()).toBe(750); // not 600: the earlier marks place the playout
+    await clock.advance(50);
+    playout.onAck(800);
+    expect(playout.playedMs()).toBe(800);
+    // A far end that really fell behind (a stall at the gateway) is followed within two blocks.
+    await clock.advance(1000);
+    playout.onAck(1700); // played at 1860, 160 ms behind our writes: one mark is not enough
+    expect(playout.playedMs()).toBe(1800);
+    await clock.advance(1000);
+    playout.onAck(2700); // still 160 behind: taken
+    expect(playout.playedMs()).toBe(2700);
+  });
 });
