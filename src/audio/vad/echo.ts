@@ -164,6 +164,14 @@ const UNSEEN_GAIN = 10 ** (-20 / 10);
 const IN_ACTIVE = 1.25;
 /** Running means of the bit thresholds: weight on the newest active cell. */
 const MEAN_ALPHA = 0.02;
+/**
+ * An echo path whose gain settled under this (dB, the mean over bands) never showed over the line: on a
+ * line without echo, the caller's speech can match the bot's at some lag by chance, after a minute or
+ * two of talking over it. When the delay then moves, the new one is judged as a first path (the echo
+ * at its loudest until it settles), not as a path that moved (the cautious rule's 400 ms). Measured
+ * offline (30 talk-overs, 130 s, no noise, no echo): onset → decision p95 369 → 320 ms, max 800 → 369.
+ */
+const INAUDIBLE_GAIN_DB = -45;
 /** Loss median tracker: step (dB), growing with a streak of steps one way, up to MAX. */
 const LOSS_STEP_DB = 0.3;
 const LOSS_MAX_STEP_DB = 3;
@@ -555,6 +563,9 @@ export class EchoEstimator {
       this.candidateCells = 1;
     }
     if (this.candidateCells >= DELAY_SWITCH_CELLS) {
+      // A path whose echo never showed over the line (a chance match of the caller's speech with the
+      // bot's, on a line without echo) was no path: the new delay is judged as a first one.
+      if (this.delayCells !== undefined && this.meanLossDb() < INAUDIBLE_GAIN_DB) this.everSettled = false;
       this.delayCells = best;
       this.candidateCells = 0;
       this.settledCells = 0;
@@ -588,6 +599,13 @@ export class EchoEstimator {
     if (mean(best) < REALIGN_MAX_DISTANCE && mean(w) - mean(best) > REALIGN_QUALITY)
       this.delayCells = delay + best - w;
     this.startCells = 0;
+  }
+
+  /** The echo's gain at the delay, the mean over bands (dB). */
+  private meanLossDb(): number {
+    let sum = 0;
+    for (const l of this.lossDb) sum += l;
+    return sum / BANDS;
   }
 
   /** The loudest reference band `b` within `slop` cells of the delay. */

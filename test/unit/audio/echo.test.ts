@@ -155,6 +155,27 @@ describe('echo estimator', () => {
     expect(after.every((d) => Math.abs(d - 250) <= 16)).toBe(true);
   });
 
+  it('a path that never showed over the line (under −45 dB) moving is judged as a first path, not cautiously', () => {
+    // A chance match of the caller's speech with the bot's on a line without echo looks like this: a
+    // delay whose echo settles far under the line, then another delay.
+    const cautiousAfterMove = (erlDb: number): number => {
+      const estimator = new EchoEstimator(RATE);
+      const line = { delayMs: 60, erlDb, change: { atSeconds: 20, path: { delayMs: 250, erlDb } } };
+      let found = 0;
+      let cautious = 0;
+      for (const [inbound, reference, at] of windows(line, 40)) {
+        const v = estimator.process(inbound, reference);
+        if (at > 15 && at < 20 && v.converged && v.delayMs !== undefined && Math.abs(v.delayMs - 60) <= 16)
+          found++;
+        if (at >= 20 && v.cautious) cautious++;
+      }
+      expect(found).toBeGreaterThan(0); // the first path was found
+      return cautious;
+    };
+    expect(cautiousAfterMove(12)).toBeGreaterThan(0); // an audible path moved: cautious while it settles
+    expect(cautiousAfterMove(50)).toBe(0);
+  });
+
   it('refuses a reference of another length', () => {
     expect(() => new EchoEstimator(RATE).process(new Int16Array(256), new Int16Array(255))).toThrow(
       RangeError,
