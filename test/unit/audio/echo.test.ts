@@ -222,6 +222,25 @@ describe('echo-aware barge-in detector', () => {
     return { track, onsets };
   }
 
+  it('a delay moving by a cell or two (150 ms lies between cells) under talk-over is the same path, judged without caution', () => {
+    const estimator = new EchoEstimator(RATE);
+    let last: EchoVerdict | undefined;
+    let smallMoves = 0;
+    /** How far the delay moved (ms) each time the verdict turned cautious. */
+    const cautiousAfter: number[] = [];
+    const line = { delayMs: 150, erlDb: 12, noiseDbfs: -40 };
+    for (const [inbound, reference] of windows(line, 75, talkOver(75).track)) {
+      const v = estimator.process(inbound, reference);
+      if (last?.converged && v.delayMs !== last.delayMs && Math.abs(v.delayMs! - last.delayMs!) <= 16)
+        smallMoves++;
+      if (v.cautious && last && !last.cautious) cautiousAfter.push(Math.abs(v.delayMs! - last.delayMs!));
+      last = v;
+    }
+    expect(smallMoves).toBeGreaterThan(0);
+    // Only a move past the prediction's slop (±2 cells) is a new path to settle.
+    expect(cautiousAfter.every((ms) => ms > 16)).toBe(true);
+  });
+
   it.each([
     { delayMs: 40, erlDb: 6 },
     { delayMs: 300, erlDb: 6, noiseDbfs: -40 },
