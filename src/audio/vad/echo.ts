@@ -175,6 +175,17 @@ const INAUDIBLE_GAIN_DB = -45;
 /** Loss median tracker: step (dB), growing with a streak of steps one way, up to MAX. */
 const LOSS_STEP_DB = 0.3;
 const LOSS_MAX_STEP_DB = 3;
+/**
+ * While the last cell held the caller, the echo may only get louder by this much a cell (12.5 dB/s),
+ * without the streak's acceleration: the caller talking over the bot is not its echo getting louder,
+ * and at full pace dragged a 12 dB path's loss to 6 dB within the talk-over, so that the rest of the
+ * caller's words were judged against an echo 6 dB too loud. A path that really got louder is still
+ * followed within a second. Measured offline (30 talk-overs, 130 s a line): onset → decision p95 at
+ * 20 dB SNR 309 → 275 ms (150 ms / 12 dB) and 401 → 384 (40 ms / 6 dB, max 597 → 401); without noise,
+ * 40 ms / 6 dB 309 → 273; false barge-ins on echo alone unchanged (1 in 15 lines × 130 s; 0 with
+ * replies placed ±30 ms off).
+ */
+const LOSS_CALLER_STEP_DB = 0.1;
 /** The loss a band starts at (dB): as loud as the bot, the cautious guess. */
 const LOSS_START_DB = 0;
 const LOSS_FLOOR_DB = -70;
@@ -337,6 +348,8 @@ export class EchoEstimator {
   private foundClean = false;
   /** A path was known (settled) at some point on this call. */
   private everSettled = false;
+  /** The last cell held the caller. */
+  private callerBefore = false;
   /** Per band: the echo's gain (dB) and the median tracker's streak (signed). */
   private readonly lossDb = new Float64Array(BANDS).fill(LOSS_START_DB);
   private readonly streak = new Int32Array(BANDS);
@@ -457,6 +470,7 @@ export class EchoEstimator {
     this.everSettled = false;
     this.lossDb.fill(LOSS_START_DB);
     this.streak.fill(0);
+    this.callerBefore = false;
     this.blockCells = 0;
     this.started = false;
   }
@@ -519,6 +533,7 @@ export class EchoEstimator {
     if (inOn) this.trackDelay(inBits);
     if (this.delayCells !== undefined) this.trackLoss();
     const cell = this.judge(noiseTotal);
+    this.callerBefore = (cell & CELL_CALLER) !== 0;
     // Only what the echo (within the wide slop) explains tells where it is: not the caller, nor a key.
     if (inOn && this.startCells > 0 && !(cell & CELL_CALLER)) this.realign(inBits);
     return cell;
@@ -657,6 +672,10 @@ export class EchoEstimator {
       // At the noise floor: evidence only when the echo, as estimated, would have shown above it.
       else if (ref * 10 ** (this.lossDb[b]! / 10) > noise) up = false;
       else continue;
+      if (up && this.callerBefore) {
+        this.lossDb[b] = Math.min(0, this.lossDb[b]! + LOSS_CALLER_STEP_DB);
+        continue;
+      }
       const streak = this.streak[b]!;
       this.streak[b] = up ? Math.max(1, streak + 1) : Math.min(-1, streak - 1);
       const step = Math.min(LOSS_MAX_STEP_DB, LOSS_STEP_DB * (1 + Math.abs(this.streak[b]!) / 4));

@@ -222,6 +222,18 @@ describe('echo-aware barge-in detector', () => {
     return { track, onsets };
   }
 
+  it('the caller talking over the bot does not drag the echo path\'s loss down with it', () => {
+    const estimator = new EchoEstimator(RATE);
+    let lowest = Number.POSITIVE_INFINITY;
+    const line = { delayMs: 150, erlDb: 12, noiseDbfs: -40 };
+    for (const [inbound, reference, at] of windows(line, 75, talkOver(75).track)) {
+      const v = estimator.process(inbound, reference);
+      if (at > 5 && v.converged && v.erlDb !== undefined) lowest = Math.min(lowest, v.erlDb);
+    }
+    // The echo is never taken for much louder than it is (which would hide the caller's next words).
+    expect(lowest).toBeGreaterThan(9);
+  });
+
   it('a delay moving by a cell or two (150 ms lies between cells) under talk-over is the same path, judged without caution', () => {
     const estimator = new EchoEstimator(RATE);
     let last: EchoVerdict | undefined;
