@@ -222,7 +222,7 @@ describe('echo-aware barge-in detector', () => {
     return { track, onsets };
   }
 
-  it('the caller talking over the bot does not drag the echo path\'s loss down with it', () => {
+  it("the caller talking over the bot does not drag the echo path's loss down with it", () => {
     const estimator = new EchoEstimator(RATE);
     let lowest = Number.POSITIVE_INFINITY;
     const line = { delayMs: 150, erlDb: 12, noiseDbfs: -40 };
