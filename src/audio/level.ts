@@ -20,3 +20,22 @@ export function levelDbfs(samples: Int16Array): number {
   const rms = Math.sqrt(sum / Math.max(1, samples.length)) / FULL_SCALE;
   return 20 * Math.log10(Math.max(rms, FLOOR_RMS));
 }
+
+/**
+ * Whether most of a stretch's energy lies in one burst of `burstSamples` or fewer: a click (a plug, a
+ * line's crackle, a handset knock), not speech, whose energy is spread over tens of milliseconds even
+ * in a plosive. True when the loudest run of `burstSamples` holds `share` or more of the energy.
+ */
+export function isClick(samples: Int16Array, burstSamples: number, share = 0.5): boolean {
+  let total = 0;
+  let run = 0;
+  let loudest = 0;
+  for (let i = 0; i < samples.length; i++) {
+    const e = samples[i]! * samples[i]!;
+    total += e;
+    run += e;
+    if (i >= burstSamples) run -= samples[i - burstSamples]! * samples[i - burstSamples]!;
+    if (run > loudest) loudest = run;
+  }
+  return total > 0 && loudest >= share * total;
+}
