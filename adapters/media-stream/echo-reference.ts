@@ -22,8 +22,8 @@ const OFFSET_BLOCK_MS = 1000;
 /**
  * Both clocks are kept smooth: a frame is placed right after the one before it, and an offset moves
  * by this share of its error each time (a loop filter), unless the error passes `RESYNC_MS` (the
- * bot went quiet and starts again, a clear, a stalled line): then it jumps. The playout clock itself
- * re-anchors at every returned mark, by the network's and the gateway's jitter, and the echo estimator
+ * bot went quiet and starts again, a clear, a stalled line): then it jumps. The playout clock takes
+ * returned marks by their least delay, but still moves by what jitter is left, and the echo estimator
  * wants the path's delay to hold still.
  */
 const LOOP_GAIN = 0.02;

@@ -98,6 +98,11 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
   private ackedMs = 0;
   /** A send of the frames written in this turn of the event loop is scheduled. */
   private sendScheduled = false;
+  /** That send: one function for the sink's life, not a closure per burst. */
+  private readonly sendBurst = (): void => {
+    this.sendScheduled = false;
+    if (!this.closed) this.sendComplete(false);
+  };
 
   constructor(options: PhoneSinkOptions) {
     super();
@@ -138,10 +143,7 @@ export class PhoneSink extends EventEmitter<PhoneSinkEvents> implements AudioSin
     if (this.burstFrames === 1) this.sendComplete(false);
     else if (!this.sendScheduled) {
       this.sendScheduled = true;
-      setImmediate(() => {
-        this.sendScheduled = false;
-        if (!this.closed) this.sendComplete(false);
-      });
+      setImmediate(this.sendBurst);
     }
   }
 

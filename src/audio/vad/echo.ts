@@ -233,6 +233,11 @@ function popcount(x: number): number {
   return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
 }
 
+/** The share of the bands whose bits differ between two cells' patterns (0 alike … 1 opposite). */
+function bitDistance(a: number, b: number): number {
+  return popcount((a ^ b) & ((1 << BANDS) - 1)) / BANDS;
+}
+
 /**
  * A 16 ms Hann-windowed FFT every 8 ms of both signals at once (the caller's audio as the real part,
  * the reference as the imaginary part of one transform, split by symmetry), reduced to band powers
@@ -406,12 +411,7 @@ export class EchoEstimator {
     }
     if (pooledOver >= POOLED_CALLER_BANDS) callerCells = Math.max(callerCells, CALLER_CELLS);
     const converged = this.settled || this.absent;
-    let erlDb: number | undefined;
-    if (this.delayCells !== undefined) {
-      let sum = 0;
-      for (const l of this.lossDb) sum += l;
-      erlDb = -sum / BANDS;
-    }
+    const erlDb = this.delayCells === undefined ? undefined : -this.meanLossDb();
     return {
       echo: echoCells > 0,
       caller: callerCells >= CALLER_CELLS,
@@ -544,7 +544,7 @@ export class EchoEstimator {
     for (let lag = 0; lag < LAGS; lag++) {
       const s = this.slot(lag);
       if (this.refActive[s] === 0) continue;
-      const d = popcount((inBits ^ this.refBits[s]!) & ((1 << BANDS) - 1)) / BANDS;
+      const d = bitDistance(inBits, this.refBits[s]!);
       const n = ++this.updates[lag]!;
       const alpha = Math.max(DELAY_ALPHA, 1 / n);
       this.distance[lag] = this.distance[lag]! + alpha * (d - this.distance[lag]!);
@@ -605,7 +605,7 @@ export class EchoEstimator {
       if (lag < 0 || lag >= LAGS) continue;
       const s = this.slot(lag);
       if (this.refActive[s] === 0) continue;
-      const d = popcount((inBits ^ this.refBits[s]!) & ((1 << BANDS) - 1)) / BANDS;
+      const d = bitDistance(inBits, this.refBits[s]!);
       this.realignDistance[o + w] = this.realignDistance[o + w]! + d;
       this.realignCount[o + w] = this.realignCount[o + w]! + 1;
     }
