@@ -167,9 +167,10 @@ const MEAN_ALPHA = 0.02;
 /**
  * An echo path whose gain settled under this (dB, the mean over bands) never showed over the line: on a
  * line without echo, the caller's speech can match the bot's at some lag by chance, after a minute or
- * two of talking over it. When the delay then moves, the new one is judged as a first path (the echo
- * at its loudest until it settles), not as a path that moved (the cautious rule's 400 ms). Measured
- * offline (30 talk-overs, 130 s, no noise, no echo): onset → decision p95 369 → 320 ms, max 800 → 369.
+ * two of talking over it. When the delay then moves, the new one is judged as a first path, not as a
+ * path that moved (the cautious rule's 400 ms), and as on a line with no echo in sight (see
+ * `quietLine`). Measured offline (30 talk-overs, 130 s, no noise, no echo): onset → decision p95
+ * 369 → 320 ms, max 800 → 369; with `quietLine`, 275 ms and 275, as with the bot silent.
  */
 const INAUDIBLE_GAIN_DB = -45;
 /** Loss median tracker: step (dB), growing with a streak of steps one way, up to MAX. */
@@ -353,6 +354,13 @@ export class EchoEstimator {
   private foundClean = false;
   /** A path was known (settled) at some point on this call. */
   private everSettled = false;
+  /**
+   * The line has shown no echo: it was found clean, or the last path known never showed over it. A
+   * delay found then is most likely a chance match of the caller's speech with the bot's, and while it
+   * settles the echo is taken to be under what the search sees (`UNSEEN_GAIN`, as while absent), not
+   * at a hybrid's worst (`UNCONVERGED_GAIN`). Cleared when an audible path moves.
+   */
+  private quietLine = false;
   /** The last cell held the caller. */
   private callerBefore = false;
   /** Per band: the echo's gain (dB) and the median tracker's streak (signed). */
@@ -437,6 +445,7 @@ export class EchoEstimator {
   private get clean(): boolean {
     if (!this.absent) return false;
     this.foundClean ||= this.loudnessDb < CLEAN_BELOW_DB;
+    this.quietLine ||= this.foundClean;
     return this.foundClean;
   }
 
@@ -468,6 +477,7 @@ export class EchoEstimator {
     this.foundAbsent = false;
     this.foundClean = false;
     this.everSettled = false;
+    this.quietLine = false;
     this.lossDb.fill(LOSS_START_DB);
     this.streak.fill(0);
     this.callerBefore = false;
@@ -586,7 +596,11 @@ export class EchoEstimator {
     if (this.candidateCells >= DELAY_SWITCH_CELLS) {
       // A path whose echo never showed over the line (a chance match of the caller's speech with the
       // bot's, on a line without echo) was no path: the new delay is judged as a first one.
-      if (this.delayCells !== undefined && this.meanLossDb() < INAUDIBLE_GAIN_DB) this.everSettled = false;
+      if (this.delayCells !== undefined) {
+        const inaudible = this.meanLossDb() < INAUDIBLE_GAIN_DB;
+        if (inaudible) this.everSettled = false;
+        this.quietLine = inaudible;
+      }
       this.delayCells = best;
       this.candidateCells = 0;
       this.settledCells = 0;
@@ -699,10 +713,11 @@ export class EchoEstimator {
           10 ** (this.lossDb[b]! / 10);
       else {
         // No delay known: any lag may hold the echo, as loud as a hybrid's loss lets it be; none was
-        // found, it may still be there, under what the search sees.
+        // found, or the line has shown none (a chance match settling), it may still be there, under
+        // what the search sees.
         e = 0;
         for (let lag = 0; lag < HISTORY; lag++) e = Math.max(e, this.refPower[lag * BANDS + b]!);
-        e *= this.absent ? UNSEEN_GAIN : UNCONVERGED_GAIN;
+        e *= this.absent || this.quietLine ? UNSEEN_GAIN : UNCONVERGED_GAIN;
       }
       echo[b] = e;
       echoTotal += e;

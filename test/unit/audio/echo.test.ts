@@ -176,6 +176,37 @@ describe('echo estimator', () => {
     expect(cautiousAfterMove(50)).toBe(0);
   });
 
+  it('a chance path settling on a line that has shown no echo takes the caller for the caller, not for the bot at its loudest', () => {
+    // The caller talks over the bot from 20 s on, which slows the search to a few seconds.
+    // The path before the move never showed over the line (50 dB under the bot): the new delay is most
+    // likely the caller's speech matching the bot's by chance, so while it settles the echo is taken as
+    // on a line with no echo in sight, not as loud as a hybrid lets it be (6 dB under the bot).
+    const estimator = new EchoEstimator(RATE);
+    const track = new Int16Array(45 * RATE);
+    for (let k = 0, t = 20 * RATE; t + 2 * RATE < track.length; k++, t += 2 * RATE)
+      track.set(callers[k % callers.length]!.samples.subarray(0, 2 * RATE), t);
+    const line = { delayMs: 60, erlDb: 50, change: { atSeconds: 20, path: { delayMs: 250, erlDb: 50 } } };
+    let settling = 0;
+    let heard = 0;
+    let moved = false;
+    let t = 0;
+    for (const [inbound, reference, at] of windows(line, 45, track)) {
+      const v = estimator.process(inbound, reference);
+      // To the new path's delay, or to where the caller's speech matches the bot's.
+      moved ||= at >= 20 && v.delayMs !== undefined && Math.abs(v.delayMs - 60) > 16;
+      let energy = 0;
+      for (let i = t; i < t + WINDOW; i++) energy += track[i]! ** 2;
+      t += WINDOW;
+      // The caller's windows (louder than −35 dBFS) while the new delay settles.
+      if (moved && !v.converged && energy / WINDOW > (32768 * 10 ** (-35 / 20)) ** 2) {
+        settling++;
+        if (v.caller) heard++;
+      }
+    }
+    expect(settling).toBeGreaterThan(10);
+    expect(heard / settling).toBeGreaterThan(0.9);
+  });
+
   it('refuses a reference of another length', () => {
     expect(() => new EchoEstimator(RATE).process(new Int16Array(256), new Int16Array(255))).toThrow(
       RangeError,
