@@ -703,6 +703,11 @@ export class EchoEstimator {
    */
   private judge(noiseTotal: number): number {
     const delay = this.settled ? this.delayCells : undefined;
+    // No delay known: any lag may hold the echo, as loud as a hybrid's loss lets it be; none was
+    // found, or the line has shown none (a chance match settling), it may still be there, under what
+    // the search sees.
+    const unknownGain =
+      delay !== undefined ? 0 : this.absent || this.quietLine ? UNSEEN_GAIN : UNCONVERGED_GAIN;
     const echo = this.predicted;
     let echoTotal = 0;
     for (let b = 0; b < BANDS; b++) {
@@ -712,12 +717,9 @@ export class EchoEstimator {
           this.refAround(b, delay, this.startCells > 0 ? START_SLOP_CELLS : SLOP_CELLS) *
           10 ** (this.lossDb[b]! / 10);
       else {
-        // No delay known: any lag may hold the echo, as loud as a hybrid's loss lets it be; none was
-        // found, or the line has shown none (a chance match settling), it may still be there, under
-        // what the search sees.
         e = 0;
         for (let lag = 0; lag < HISTORY; lag++) e = Math.max(e, this.refPower[lag * BANDS + b]!);
-        e *= this.absent || this.quietLine ? UNSEEN_GAIN : UNCONVERGED_GAIN;
+        e *= unknownGain;
       }
       echo[b] = e;
       echoTotal += e;
