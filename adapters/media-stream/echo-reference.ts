@@ -28,6 +28,14 @@ const OFFSET_BLOCK_MS = 1000;
  */
 const LOOP_GAIN = 0.02;
 const RESYNC_MS = 80;
+/**
+ * On both sides the audio stays whole, sample after sample, while the smoothed clock is within this of
+ * where it is written or read (ms): the echo canceller (echo.ts) needs the path to hold still to the
+ * sample, and a smoothed clock rounded afresh for every frame and chunk moved it by a sample or two
+ * every few frames, which left the echo above 1.5 kHz uncancelled. Past it, the position steps to the
+ * clock (drift between the gateway's clock and ours builds up slowly, a step every few seconds at most).
+ */
+const STEP_MS = 2;
 
 export class EchoReference {
   private readonly ring: Int16Array;
@@ -40,6 +48,10 @@ export class EchoReference {
   private offsetMs: number | undefined;
   /** The newest wall time written (ms): nothing past it is audio. */
   private writtenToMs = Number.NEGATIVE_INFINITY;
+  /** The ring index where the next frame goes if it follows on, and where the next read starts. */
+  private writeIndex: number | undefined;
+  private readIndex: number | undefined;
+  private readonly stepSamples: number;
 
   constructor(
     private readonly outbound: WireFormat,
@@ -47,6 +59,7 @@ export class EchoReference {
     private readonly clock: Clock,
   ) {
     this.samplesPerMs = sampleRate / 1000;
+    this.stepSamples = Math.round(STEP_MS * this.samplesPerMs);
     this.ring = new Int16Array(Math.ceil((RING_MS * sampleRate) / 1000));
     this.resampler =
       outbound.sampleRate === sampleRate
@@ -65,11 +78,12 @@ export class EchoReference {
         : estimatedMs;
     this.nextPlayAtMs = playAtMs + durationMs;
     if (this.resampler) samples = this.resampler.push(samples);
-    let index = Math.round(playAtMs * this.samplesPerMs);
+    let index = this.follow(this.writeIndex, Math.round(playAtMs * this.samplesPerMs));
     // Silence between the end of what was written and this frame (the bot was quiet).
     const from = Math.round(this.writtenToMs * this.samplesPerMs);
     if (Number.isFinite(from) && from < index) this.zero(from, Math.min(index, from + this.ring.length));
     for (let i = 0; i < samples.length; i++, index++) this.ring[index % this.ring.length] = samples[i]!;
+    this.writeIndex = index;
     this.writtenToMs = Math.max(this.writtenToMs, index / this.samplesPerMs);
   }
 
@@ -80,6 +94,7 @@ export class EchoReference {
     if (to > from) this.zero(from, Math.min(to, from + this.ring.length));
     this.writtenToMs = Math.min(this.writtenToMs, atMs);
     this.nextPlayAtMs = undefined;
+    this.writeIndex = undefined;
     this.resampler?.reset();
   }
 
@@ -101,7 +116,11 @@ export class EchoReference {
   /** `n` samples of the bot's audio from wall time `fromMs` + the reference advance (silence where none). */
   read(fromMs: number, n: number): Int16Array {
     const out = new Int16Array(n);
-    const start = Math.round((fromMs + REFERENCE_ADVANCE_MS) * this.samplesPerMs);
+    const start = this.follow(
+      this.readIndex,
+      Math.round((fromMs + REFERENCE_ADVANCE_MS) * this.samplesPerMs),
+    );
+    this.readIndex = start + n;
     const written = Math.round(this.writtenToMs * this.samplesPerMs);
     const oldest = written - this.ring.length;
     for (let i = 0; i < n; i++) {
@@ -115,6 +134,11 @@ export class EchoReference {
   /** Whether the bot's audio played (or plays) later than `spanMs` before wall time `atMs` + the advance. */
   playedWithin(atMs: number, spanMs: number): boolean {
     return this.writtenToMs > atMs + REFERENCE_ADVANCE_MS - spanMs;
+  }
+
+  /** Where the audio goes on from: `whole` (right after the last), unless `clock` is further off than a step. */
+  private follow(whole: number | undefined, clock: number): number {
+    return whole !== undefined && Math.abs(clock - whole) <= this.stepSamples ? whole : clock;
   }
 
   private zero(from: number, to: number): void {
