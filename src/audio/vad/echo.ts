@@ -19,6 +19,11 @@
  *   holds the caller, and so does a window with enough such cells, or whose cells summed hold enough
  *   bands a little over the summed echo and noise.
  *
+ * - **Cancellation**: on a settled path with a loud echo, a short NLMS filter around the delay
+ *   (canceller.ts) takes the echo out of the caller's audio, and a band whose residual stands over what
+ *   the canceller leaves of the echo (tracked per band) holds the caller too, provided the caller's
+ *   audio is a little over the echo predicted for it: a soft first syllable over a 6 dB hybrid.
+ *
  * Bits and medians are robust to G.711, line noise and a playout clock that is a few ms off, and cost
  * one 16 ms FFT (both signals at once) per 8 ms of audio. Until the delay is found (or found to be
  * absent: the reference played for a while and nothing in the caller's audio followed it) the verdict
@@ -26,6 +31,7 @@
  * settles, it says `cautious` and the detector falls back to its cautious rule.
  */
 import { fft } from '../fft.js';
+import { EchoCanceller } from './canceller.js';
 import type { VadSampleRate } from './silero.js';
 
 /**
@@ -221,7 +227,36 @@ const CALLER_CELLS = 2;
 /** A cell may hold echo when its predicted echo is at least this fraction of the noise floor. */
 const ECHO_VS_NOISE = 0.5;
 
+/**
+ * The canceller (canceller.ts) runs on a settled path whose echo is louder than this (dB, the mean gain
+ * over bands): a quieter echo leaves the caller far over it already.
+ */
+const CANCEL_ABOVE_DB = -24;
+/** Cells of the bot's speech after the canceller locked before its residual is judged (≈ 0.2 s). */
+const RESIDUAL_SETTLE_CELLS = 25;
+/**
+ * What the canceller leaves of the echo, per band: the mean residual over the mean echo (both less the
+ * noise; leaky means with this weight on the newest cell), never taken for less than 20 dB under the
+ * echo (what it leaves is its error and the codec's noise, which vary from cell to cell by 10–30 dB).
+ */
+const CANCEL_ALPHA = 0.05;
+const MAX_CANCELLATION = 10 ** (-20 / 10);
+/**
+ * With the canceller working, a band holds the caller when its residual is over the residual echo by
+ * `ECHO_MARGIN_DB` (and the noise), provided the caller's audio itself is over the echo predicted for
+ * it by `RAW_MARGIN_DB`: a canceller that lost the path (a reply placed afresh) leaves an echo no
+ * louder than the one predicted, and that one alone does not pass for the caller.
+ */
+const RAW_MARGIN_DB = 3;
+/**
+ * The canceller's health: over `HEALTH_CELLS` cells it adapted on (the bot at the delay, no caller),
+ * a residual louder than the caller's audio by this ratio means it lost the path: it is aimed again.
+ */
+const HEALTH_CELLS = 16;
+const UNHEALTHY_RATIO = 1.4;
+
 const ECHO_MARGIN = 10 ** (ECHO_MARGIN_DB / 10);
+const RAW_MARGIN = 10 ** (RAW_MARGIN_DB / 10);
 /** A cell's judgement, as flags: it may hold echo; it holds the caller. */
 const CELL_ECHO = 1;
 const CELL_CALLER = 2;
@@ -248,6 +283,7 @@ class PairAnalyser {
   private readonly hop: number;
   private readonly inFrame: Float64Array;
   private readonly refFrame: Float64Array;
+  private readonly resFrame: Float64Array;
   private readonly window: Float64Array;
   private readonly re: Float64Array;
   private readonly im: Float64Array;
@@ -258,6 +294,7 @@ class PairAnalyser {
     const n = this.hop * 2;
     this.inFrame = new Float64Array(n);
     this.refFrame = new Float64Array(n);
+    this.resFrame = new Float64Array(n);
     this.window = Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
     this.re = new Float64Array(n);
     this.im = new Float64Array(n);
@@ -315,9 +352,29 @@ class PairAnalyser {
     return refTotal;
   }
 
+  /** The next hop of a third signal (the canceller's residual), its bands into `bands`. */
+  pushResidual(residual: Float64Array, bands: Float64Array): void {
+    const { hop, resFrame, re, im, window } = this;
+    const n = re.length;
+    resFrame.copyWithin(0, hop);
+    for (let i = 0; i < hop; i++) resFrame[hop + i] = residual[i]!;
+    for (let i = 0; i < n; i++) {
+      re[i] = resFrame[i]! * window[i]!;
+      im[i] = 0;
+    }
+    fft(re, im);
+    for (let b = 0; b < BANDS; b++) {
+      let p = 0;
+      const first = FIRST_BIN + b * BINS_PER_BAND;
+      for (let k = first; k < first + BINS_PER_BAND; k++) p += re[k]! * re[k]! + im[k]! * im[k]!;
+      bands[b] = (2 * p * this.scale) / BINS_PER_BAND;
+    }
+  }
+
   reset(): void {
     this.inFrame.fill(0);
     this.refFrame.fill(0);
+    this.resFrame.fill(0);
   }
 }
 
@@ -382,9 +439,29 @@ export class EchoEstimator {
   private readonly pooledIn = new Float64Array(BANDS);
   private readonly pooledEcho = new Float64Array(BANDS);
   private readonly pooledNoise = new Float64Array(BANDS);
+  /** The canceller, its residual for the cell and that residual's bands. */
+  private readonly canceller: EchoCanceller;
+  private readonly residual: Float64Array;
+  private readonly resBands = new Float64Array(BANDS);
+  /** Per band, once the canceller locked: the mean echo over the noise, and what the canceller left of it. */
+  private readonly cancelIn = new Float64Array(BANDS);
+  private readonly cancelLeft = new Float64Array(BANDS);
+  /** Cells of the bot at the delay since the canceller locked. */
+  private lockedCells = 0;
+  /** The realign moved the delay: the canceller is aimed again. */
+  private reaim = false;
+  /** Health sums: the caller's audio and the residual over cells the canceller adapted on. */
+  private healthIn = 0;
+  private healthRes = 0;
+  private healthCells = 0;
+  /** Per band, the residual echo a cell is judged against. */
+  private readonly resLine = new Float64Array(BANDS);
 
   constructor(readonly sampleRate: VadSampleRate) {
     this.analyser = new PairAnalyser(sampleRate);
+    const hop = this.analyser.hopSamples;
+    this.canceller = new EchoCanceller(sampleRate, hop, HISTORY * hop);
+    this.residual = new Float64Array(hop);
   }
 
   /** One VAD window of the caller's audio and the reference for the same span (equal lengths). */
@@ -483,6 +560,12 @@ export class EchoEstimator {
     this.callerBefore = false;
     this.blockCells = 0;
     this.started = false;
+    this.canceller.reset();
+    this.lockedCells = 0;
+    this.reaim = false;
+    this.healthIn = 0;
+    this.healthRes = 0;
+    this.healthCells = 0;
   }
 
   /** The reference cell `lag` cells back from the newest (0 = newest). */
@@ -491,7 +574,27 @@ export class EchoEstimator {
   }
 
   private cell(inbound: Int16Array, reference: Int16Array, offset: number): number {
+    // The canceller first: it adapts while the bot played at the delay (the cell about to be there)
+    // and the caller did not talk in the last cell.
+    const hop = this.analyser.hopSamples;
+    const canceller = this.canceller;
+    const before = canceller.state;
+    const adapt =
+      before !== 'off' &&
+      this.delayCells !== undefined &&
+      this.refActive[this.slot(Math.max(0, this.delayCells - 1))] === 1 &&
+      !this.callerBefore;
+    canceller.process(inbound, reference, offset, hop, this.residual, adapt);
     const refTotal = this.analyser.push(inbound, reference, offset, this.inBands, this.refBands);
+    if (canceller.state !== 'off') {
+      this.analyser.pushResidual(this.residual, this.resBands);
+      if (before === 'acquiring' && canceller.state === 'locked') {
+        this.cancelIn.fill(1);
+        this.cancelLeft.fill(1);
+        this.lockedCells = 0;
+      }
+      if (adapt && before === 'locked') this.checkHealth(inbound, offset);
+    }
     const refOn = refTotal > REF_ACTIVE_POWER;
     // The reference history.
     this.head = (this.head + 1) % HISTORY;
@@ -542,6 +645,7 @@ export class EchoEstimator {
     }
     if (inOn) this.trackDelay(inBits);
     if (this.delayCells !== undefined) this.trackLoss();
+    this.steer();
     const cell = this.judge(noiseTotal);
     this.callerBefore = (cell & CELL_CALLER) !== 0;
     // Only what the echo (within the wide slop) explains tells where it is: not the caller, nor a key.
@@ -631,8 +735,10 @@ export class EchoEstimator {
         : this.realignDistance[i]! / this.realignCount[i]!;
     let best = w;
     for (let i = 0; i <= 2 * w; i++) if (mean(i) < mean(best)) best = i;
-    if (mean(best) < REALIGN_MAX_DISTANCE && mean(w) - mean(best) > REALIGN_QUALITY)
+    if (mean(best) < REALIGN_MAX_DISTANCE && mean(w) - mean(best) > REALIGN_QUALITY) {
       this.delayCells = delay + best - w;
+      this.reaim = best !== w;
+    }
     this.startCells = 0;
   }
 
@@ -695,6 +801,70 @@ export class EchoEstimator {
       const step = Math.min(LOSS_MAX_STEP_DB, LOSS_STEP_DB * (1 + Math.abs(this.streak[b]!) / 4));
       this.lossDb[b] = Math.max(LOSS_FLOOR_DB, Math.min(0, this.lossDb[b]! + (up ? step : -step)));
     }
+    if (this.canceller.state === 'locked') this.trackCancellation();
+  }
+
+  /**
+   * Per band, how much of the echo the canceller leaves: the ratio of the residual's mean power to the
+   * caller's audio's, both less the noise, over cells where the echo stands over the noise and the
+   * caller did not talk.
+   */
+  private trackCancellation(): void {
+    this.lockedCells++;
+    if (this.callerBefore) return;
+    for (let b = 0; b < BANDS; b++) {
+      const noise = this.noise[b]! * NOISE_BIAS;
+      const above = this.inBands[b]! - noise;
+      if (above < noise) continue;
+      const left = Math.max(0, this.resBands[b]! - noise);
+      this.cancelIn[b] = this.cancelIn[b]! + CANCEL_ALPHA * (above - this.cancelIn[b]!);
+      this.cancelLeft[b] = this.cancelLeft[b]! + CANCEL_ALPHA * (left - this.cancelLeft[b]!);
+    }
+  }
+
+  /**
+   * The canceller runs on a settled path loud enough to need it, aimed at the delay when it starts, when
+   * the realign moved the delay (a reply placed afresh) or when it lost the path.
+   */
+  private steer(): void {
+    const canceller = this.canceller;
+    if (!this.settled || this.meanLossDb() <= CANCEL_ABOVE_DB) {
+      if (canceller.state !== 'off') canceller.stop();
+      return;
+    }
+    if (canceller.state !== 'off' && !this.reaim) return;
+    canceller.aim(this.delayCells! * this.analyser.hopSamples);
+    this.reaim = false;
+    this.lockedCells = 0;
+    this.healthIn = 0;
+    this.healthRes = 0;
+    this.healthCells = 0;
+  }
+
+  /** Over cells the canceller adapted on: a residual louder than what came in means it lost the path. */
+  private checkHealth(inbound: Int16Array, offset: number): void {
+    const hop = this.analyser.hopSamples;
+    for (let i = 0; i < hop; i++) {
+      const x = inbound[offset + i]!;
+      this.healthIn += x * x;
+      this.healthRes += this.residual[i]! * this.residual[i]!;
+    }
+    if (++this.healthCells < HEALTH_CELLS) return;
+    if (this.healthRes > this.healthIn * UNHEALTHY_RATIO) this.reaim = true;
+    this.healthIn = 0;
+    this.healthRes = 0;
+    this.healthCells = 0;
+  }
+
+  /** The canceller's residual is judged: it locked on the settled path a while ago, and no reply is starting. */
+  private get cancelling(): boolean {
+    return (
+      this.canceller.state === 'locked' &&
+      this.lockedCells >= RESIDUAL_SETTLE_CELLS &&
+      this.startCells === 0 &&
+      this.delayCells !== undefined &&
+      this.settledCells >= SETTLE_CELLS
+    );
   }
 
   /**
@@ -709,14 +879,20 @@ export class EchoEstimator {
     const unknownGain =
       delay !== undefined ? 0 : this.absent || this.quietLine ? UNSEEN_GAIN : UNCONVERGED_GAIN;
     const echo = this.predicted;
+    const cancelling = delay !== undefined && this.cancelling;
     let echoTotal = 0;
+    let resTotal = 0;
     for (let b = 0; b < BANDS; b++) {
       let e: number;
-      if (delay !== undefined)
-        e =
-          this.refAround(b, delay, this.startCells > 0 ? START_SLOP_CELLS : SLOP_CELLS) *
-          10 ** (this.lossDb[b]! / 10);
-      else {
+      if (delay !== undefined) {
+        const ref = this.refAround(b, delay, this.startCells > 0 ? START_SLOP_CELLS : SLOP_CELLS);
+        e = ref * 10 ** (this.lossDb[b]! / 10);
+        if (cancelling) {
+          const left = Math.min(1, Math.max(MAX_CANCELLATION, this.cancelLeft[b]! / this.cancelIn[b]!));
+          this.resLine[b] = e * left;
+          resTotal += this.resLine[b]!;
+        }
+      } else {
         e = 0;
         for (let lag = 0; lag < HISTORY; lag++) e = Math.max(e, this.refPower[lag * BANDS + b]!);
         e *= unknownGain;
@@ -729,11 +905,22 @@ export class EchoEstimator {
     const spread = (echoTotal * ECHO_SPREAD) / BANDS;
     // Not converged, the echo is taken at its loudest already: no margin on top.
     const margin = delay === undefined ? 1 : ECHO_MARGIN;
+    const resSpread = (resTotal * ECHO_SPREAD) / BANDS;
     let over = 0;
     for (let b = 0; b < BANDS; b++) {
       this.line[b] = Math.max(echo[b]!, spread);
-      const line = this.line[b]! * margin + this.noise[b]! * NOISE_BIAS * NOISE_MARGIN;
-      if (this.inBands[b]! > line) over++;
+      const noise = this.noise[b]! * NOISE_BIAS * NOISE_MARGIN;
+      if (cancelling) this.resLine[b] = Math.max(this.resLine[b]!, resSpread);
+      if (this.inBands[b]! > this.line[b]! * margin + noise) over++;
+      else if (cancelling) {
+        // What the canceller leaves: over what it leaves of the echo, the caller's audio being over
+        // the echo predicted for it.
+        if (
+          this.inBands[b]! > this.line[b]! * RAW_MARGIN + noise &&
+          this.resBands[b]! > this.resLine[b]! * ECHO_MARGIN + noise
+        )
+          over++;
+      }
     }
     return (
       (echoTotal >= noiseTotal * ECHO_VS_NOISE ? CELL_ECHO : 0) | (over >= CALLER_BANDS ? CELL_CALLER : 0)
