@@ -33,6 +33,12 @@ const REGULARISATION = 1e4;
  */
 const ERROR_CLIP = 3;
 const ERROR_ALPHA = 1 / 256;
+/**
+ * Its health: over `HEALTH_CALLS` calls of `process` it adapted on once locked, a residual louder than
+ * the caller's audio by this ratio means it lost the path (`lost`), and wants aiming again.
+ */
+const HEALTH_CALLS = 16;
+const UNHEALTHY_RATIO = 1.4;
 
 export type CancellerState = 'off' | 'acquiring' | 'locked';
 
@@ -58,6 +64,11 @@ export class EchoCanceller {
   /** Running mean of the residual's square, for the clip (locked only). */
   private errorPower = REGULARISATION;
   private mode: CancellerState = 'off';
+  /** Health sums over the calls adapted on since the last verdict: the caller's audio and the residual. */
+  private healthIn = 0;
+  private healthRes = 0;
+  private healthCalls = 0;
+  private pathLost = false;
 
   /**
    * `hop`: samples per call of `process`; `maxLag`: the longest lag (samples) the filter is ever aimed
@@ -82,6 +93,11 @@ export class EchoCanceller {
     return this.mode;
   }
 
+  /** Locked, it has left more than it was given over its last health check: the path moved. */
+  get lost(): boolean {
+    return this.pathLost;
+  }
+
   /**
    * Acquire the path anew around `lag` samples (the estimator's delay): a wide filter from one hop
    * before it to one hop and a tail after, adapted fast.
@@ -93,6 +109,10 @@ export class EchoCanceller {
     this.step = ACQUIRE_STEP;
     this.adapted = 0;
     this.errorPower = REGULARISATION;
+    this.healthIn = 0;
+    this.healthRes = 0;
+    this.healthCalls = 0;
+    this.pathLost = false;
     this.mode = 'acquiring';
   }
 
@@ -136,13 +156,19 @@ export class EchoCanceller {
     let norm = 0;
     for (let j = 0; j < taps; j++) norm += span[j]! * span[j]!;
     const delta = taps * REGULARISATION;
+    const checked = adapt && this.mode === 'locked';
     for (let i = 0; i < n; i++) {
       // Tap k sees span[i + taps − 1 − k]: the newest reference sample at tap 0.
       const newest = i + taps - 1;
       let y = 0;
       for (let k = 0; k < taps; k++) y += weights[k]! * span[newest - k]!;
-      const e = inbound[offset + i]! - y;
+      const x = inbound[offset + i]!;
+      const e = x - y;
       residual[i] = e;
+      if (checked) {
+        this.healthIn += x * x;
+        this.healthRes += e * e;
+      }
       if (adapt) {
         let u = e;
         if (this.mode === 'locked') {
@@ -162,6 +188,12 @@ export class EchoCanceller {
         const leave = span[i]!;
         norm = Math.max(0, norm + enter * enter - leave * leave);
       }
+    }
+    if (checked && ++this.healthCalls >= HEALTH_CALLS) {
+      this.pathLost = this.healthRes > this.healthIn * UNHEALTHY_RATIO;
+      this.healthIn = 0;
+      this.healthRes = 0;
+      this.healthCalls = 0;
     }
     if (adapt && this.mode === 'acquiring') {
       this.adapted += n;

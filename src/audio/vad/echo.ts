@@ -254,12 +254,6 @@ const MAX_CANCELLATION = 10 ** (-20 / 10);
  * louder than the one predicted, and that one alone does not pass for the caller.
  */
 const RAW_MARGIN_DB = 3;
-/**
- * The canceller's health: over `HEALTH_CELLS` cells it adapted on (the bot at the delay, no caller),
- * a residual louder than the caller's audio by this ratio means it lost the path: it is aimed again.
- */
-const HEALTH_CELLS = 16;
-const UNHEALTHY_RATIO = 1.4;
 
 const ECHO_MARGIN = 10 ** (ECHO_MARGIN_DB / 10);
 const RAW_MARGIN = 10 ** (RAW_MARGIN_DB / 10);
@@ -455,10 +449,6 @@ export class EchoEstimator {
   private lockedCells = 0;
   /** The realign moved the delay: the canceller is aimed again. */
   private reaim = false;
-  /** Health sums: the caller's audio and the residual over cells the canceller adapted on. */
-  private healthIn = 0;
-  private healthRes = 0;
-  private healthCells = 0;
   /** Per band, the residual echo a cell is judged against. */
   private readonly resLine = new Float64Array(BANDS);
 
@@ -568,9 +558,6 @@ export class EchoEstimator {
     this.canceller.reset();
     this.lockedCells = 0;
     this.reaim = false;
-    this.healthIn = 0;
-    this.healthRes = 0;
-    this.healthCells = 0;
   }
 
   /** The reference cell `lag` cells back from the newest (0 = newest). */
@@ -597,7 +584,6 @@ export class EchoEstimator {
         this.cancelLeftDb.fill(0);
         this.lockedCells = 0;
       }
-      if (adapt && before === 'locked') this.checkHealth(inbound, offset);
     }
     const refOn = refTotal > REF_ACTIVE_POWER;
     // The reference history.
@@ -836,38 +822,18 @@ export class EchoEstimator {
       if (canceller.state !== 'off') canceller.stop();
       return;
     }
-    if (canceller.state !== 'off' && !this.reaim) return;
+    if (canceller.state !== 'off' && !this.reaim && !canceller.lost) return;
     canceller.aim(this.delayCells! * this.analyser.hopSamples);
     this.reaim = false;
-    this.lockedCells = 0;
-    this.healthIn = 0;
-    this.healthRes = 0;
-    this.healthCells = 0;
   }
 
-  /** Over cells the canceller adapted on: a residual louder than what came in means it lost the path. */
-  private checkHealth(inbound: Int16Array, offset: number): void {
-    const hop = this.analyser.hopSamples;
-    for (let i = 0; i < hop; i++) {
-      const x = inbound[offset + i]!;
-      this.healthIn += x * x;
-      this.healthRes += this.residual[i]! * this.residual[i]!;
-    }
-    if (++this.healthCells < HEALTH_CELLS) return;
-    if (this.healthRes > this.healthIn * UNHEALTHY_RATIO) this.reaim = true;
-    this.healthIn = 0;
-    this.healthRes = 0;
-    this.healthCells = 0;
-  }
-
-  /** The canceller's residual is judged: it locked on the settled path a while ago, and no reply is starting. */
+  /**
+   * On a settled path (the caller checks), the canceller's residual is judged: it locked a while ago,
+   * and no reply is starting.
+   */
   private get cancelling(): boolean {
     return (
-      this.canceller.state === 'locked' &&
-      this.lockedCells >= RESIDUAL_SETTLE_CELLS &&
-      this.startCells === 0 &&
-      this.delayCells !== undefined &&
-      this.settledCells >= SETTLE_CELLS
+      this.canceller.state === 'locked' && this.lockedCells >= RESIDUAL_SETTLE_CELLS && this.startCells === 0
     );
   }
 
