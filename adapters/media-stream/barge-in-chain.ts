@@ -1,7 +1,7 @@
 /**
- * Barge-in on the caller's voice: each media payload is decoded, handed to the VAD in order (one
- * inference at a time), and a confirmed onset interrupts the bot. One per started call, when it has a
- * detector.
+ * Barge-in on the caller's voice: each media payload is decoded and handed to the VAD as it arrives
+ * (the detector processes its pushes in order), and a confirmed onset interrupts the bot. One per
+ * started call, when it has a detector.
  */
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
@@ -73,7 +73,6 @@ export class BargeInChain {
   private inboundSamples = 0;
   /** Samples handed to the VAD and not yet through it. */
   private backlog = 0;
-  private chain: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly reference: EchoReference | undefined;
 
@@ -108,16 +107,23 @@ export class BargeInChain {
     this.backlog += samples.length;
     const botAudible = sink.playedMs() < sink.writtenMs();
     const reference = this.referenceFor(samples.length, rate, atMs);
-    this.chain = this.chain
-      .then(async () => {
-        if (this.closed) return;
-        const onset = await detector.push(samples, { timestampMs: atMs, botAudible, reference });
-        if (onset && !this.closed) {
+    // Handed over at once, not after the previous push resolved: the detector keeps its pushes in
+    // order, and one in a VAD worker would otherwise cost the call a round trip per payload.
+    let pushed: Promise<{ onsetMs: number } | undefined>;
+    try {
+      pushed = detector.push(samples, { timestampMs: atMs, botAudible, reference });
+    } catch (error) {
+      pushed = Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+    pushed
+      .then(
+        (onset) => {
+          if (!onset || this.closed) return;
           this.options.onOnset?.(onset.onsetMs);
           this.interrupt(onset.onsetMs, atMs);
-        }
-      })
-      .catch((error: unknown) => this.options.log.error({ err: error }, 'voice activity detection failed'))
+        },
+        (error: unknown) => this.options.log.error({ err: error }, 'voice activity detection failed'),
+      )
       .finally(() => (this.backlog -= samples.length));
     return true;
   }

@@ -1,9 +1,10 @@
 /**
- * The barge-in detector of each call, from the process's one Silero model: at the gateway's rate when
- * the model runs at it (8 or 16 kHz), else resampled to 16 kHz first (jambonz or Telnyx at 24 kHz).
+ * The barge-in detector of each call, from the process's one detector source (the VAD workers, or a
+ * model in this thread): at the gateway's rate when the model runs at it (8 or 16 kHz), else resampled
+ * to 16 kHz first (jambonz or Telnyx at 24 kHz).
  */
 import { Resampler } from '../../src/audio/resampler.js';
-import { SpeechOnsetDetector, type SileroModel, type VadSampleRate } from '../../src/audio/vad/index.js';
+import type { DetectorSource, VadSampleRate } from '../../src/audio/vad/index.js';
 import type { WireFormat } from '../../src/audio/framer.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 
@@ -20,14 +21,14 @@ const MODEL_RATES: ReadonlySet<number> = new Set([8000, 16_000]);
 const FALLBACK_RATE: VadSampleRate = 16_000;
 
 export function bargeInDetectors(
-  model: SileroModel,
+  source: DetectorSource,
   settings: BargeInSettings,
 ): (inbound: WireFormat, hooks?: DetectorHooks) => OnsetDetector {
   return (inbound, hooks) => {
     const direct = MODEL_RATES.has(inbound.sampleRate);
     const sampleRate = direct ? (inbound.sampleRate as VadSampleRate) : FALLBACK_RATE;
     const { endOfTurnMs, echo, ...rest } = settings;
-    const detector = new SpeechOnsetDetector(model, {
+    const detector = source.detector({
       sampleRate,
       ...rest,
       echo: echo === true,

@@ -8,7 +8,8 @@ import type { SpeechTurn } from '../../src/audio/vad/index.js';
 export interface OnsetDetector {
   /**
    * Feeds the caller's audio in order; resolves with the estimated onset (ms on the inbound timeline)
-   * when speech is confirmed, once per run of speech.
+   * when speech is confirmed, once per run of speech. A push may come before the earlier ones resolved:
+   * they are processed, and resolve, in the order given.
    */
   push(
     samples: Int16Array,

@@ -11,7 +11,13 @@ import type { Call } from '../../../adapters/media-stream/call.js';
 import { controlApi } from '../../../adapters/media-stream/control-api.js';
 import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
 import { designResampler } from '../../audio/resampler.js';
-import { SileroModel, startVadWorkers, type VadWorkerPool } from '../../audio/vad/index.js';
+import {
+  inThreadDetectors,
+  SileroModel,
+  startVadWorkers,
+  type DetectorSource,
+  type VadWorkerPool,
+} from '../../audio/vad/index.js';
 import type { Route } from '../../http/router.js';
 import { PROTOCOLS } from '../../protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../protocols/types.js';
@@ -52,12 +58,13 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
   for (const rate of CALL_OUTPUT_RATES) designResampler(SPEAKER_SAMPLE_RATE, rate);
   const logger = options.logger.child({ part: 'calls' });
   // One voice-activity model for every call, loaded before the first call can arrive: in worker
-  // threads, so that many calls' pacing never waits for an inference.
+  // threads, where each call's detector runs whole, so that many calls' pacing never waits for it.
   const vadWorkers =
     bargeIn.enabled && bargeIn.workers !== 0
       ? await startVadWorkers({ workers: bargeIn.workers, logger: logger.child({ part: 'vad' }) })
       : undefined;
-  const vad = vadWorkers?.model ?? (bargeIn.enabled ? await SileroModel.load() : undefined);
+  const vad: DetectorSource | undefined =
+    vadWorkers ?? (bargeIn.enabled ? inThreadDetectors(await SileroModel.load()) : undefined);
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
   const calls = new MediaStreamServer({

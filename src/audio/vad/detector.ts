@@ -22,20 +22,20 @@ import type { EchoStream, SileroModel, SileroStream, VadSampleRate } from './sil
 export interface DetectorOptions {
   sampleRate: VadSampleRate;
   /** Speech needed before it counts (ms). Default 160. */
-  minSpeechMs?: number;
+  minSpeechMs?: number | undefined;
   /**
    * Speech needed while the bot is audible and its echo cannot be told apart (ms): no echo detection,
    * or no reference for the window. Default 400.
    */
-  minSpeechWhileAudibleMs?: number;
+  minSpeechWhileAudibleMs?: number | undefined;
   /**
    * Tell the caller from the bot's echo (echo.ts), with the reference each push carries: where the echo
    * explains a window, it is not speech; where it does not, `minSpeechMs` suffices while the bot
    * talks. Default false.
    */
-  echo?: boolean;
+  echo?: boolean | undefined;
   /** Silero probability at which a window is speech. Default 0.5. */
-  threshold?: number;
+  threshold?: number | undefined;
   /** The clock (ms) that times each window's processing, to tell when it falls behind. Default `performance.now`. */
   now?: () => number;
   /**
@@ -44,7 +44,7 @@ export interface DetectorOptions {
    */
   onTurnEnd?: ((turn: SpeechTurn) => void) | undefined;
   /** Silence that ends a turn (ms). Default 700. */
-  endOfTurnMs?: number;
+  endOfTurnMs?: number | undefined;
 }
 
 /** One turn of the caller's, on the inbound timeline. */
@@ -70,6 +70,32 @@ export interface PushInfo {
    * detector with `echo`; absent while the bot has been quiet longer than any echo lasts.
    */
   reference?: Int16Array | undefined;
+  /**
+   * How long the chunk waited before it reached the detector (ms): a VAD worker's queue. It counts as
+   * lag (`MAX_LAG_MS`): a detector that gets its audio that late skips Silero until it gets it sooner.
+   */
+  waitedMs?: number | undefined;
+}
+
+/** A detector as a call uses it, wherever it runs (this thread, or a VAD worker's: pool.ts). */
+export interface SpeechDetector {
+  readonly sampleRate: VadSampleRate;
+  /** The caller's audio in order; resolves with an onset when this chunk completed a run of speech. */
+  push(samples: Int16Array, info: PushInfo): Promise<SpeechOnset | undefined>;
+  /** Forgets everything (a new stream, or the caller's audio restarts); queued pushes resolve empty. */
+  reset(): void;
+  /** The call is over: frees what the detector holds, wherever it is. */
+  close(): void;
+}
+
+/** Where calls' detectors come from: this thread's model, or the VAD worker pool. */
+export interface DetectorSource {
+  detector(options: DetectorOptions): SpeechDetector;
+}
+
+/** Detectors that run in this thread, on `model`. */
+export function inThreadDetectors(model: SileroModel): DetectorSource {
+  return { detector: (options) => new SpeechOnsetDetector(model, options) };
 }
 
 export interface SpeechOnset {
@@ -133,9 +159,11 @@ interface Window {
   verdict?: Promise<EchoVerdict | undefined>;
   /** Set once processed: the echo estimator found the bot's echo alone in it. */
   echoOnly?: boolean;
+  /** How long its push waited before it reached the detector (ms). */
+  waitedMs: number;
 }
 
-export class SpeechOnsetDetector {
+export class SpeechOnsetDetector implements SpeechDetector {
   readonly sampleRate: VadSampleRate;
   private readonly silero: SileroStream;
   private readonly echo: EchoStream | undefined;
@@ -238,6 +266,7 @@ export class SpeechOnsetDetector {
           samples: this.partial.slice(),
           startMs: this.partialStartMs,
           reference: this.partialHasReference ? this.partialReference.slice() : undefined,
+          waitedMs: info.waitedMs ?? 0,
         };
         window.verdict = this.echoVerdict(window);
         windows.push(window);
@@ -342,7 +371,7 @@ export class SpeechOnsetDetector {
     if (w.echoOnly || tone || click) {
       this.idleWindows++;
       onset = this.judge(0, w.startMs, audible);
-    } else if (wanted && !this.behind()) {
+    } else if (wanted && !this.behind(w)) {
       if (this.idleWindows * this.windowMs >= RESET_AFTER_IDLE_MS) this.silero.reset();
       // The windows just before the gate opened may hold the first syllable: speech there moves the
       // onset earlier (silence there was already counted).
@@ -407,9 +436,9 @@ export class SpeechOnsetDetector {
     return undefined;
   }
 
-  /** Too much queued, or too slow of late, for Silero to be worth its time now. */
-  private behind(): boolean {
-    return this.queued > MAX_QUEUED_WINDOWS || this.lagMs > MAX_LAG_MS;
+  /** Too much queued, too slow of late, or `w` too late in coming, for Silero to be worth its time now. */
+  private behind(w: Window): boolean {
+    return this.queued > MAX_QUEUED_WINDOWS || this.lagMs > MAX_LAG_MS || w.waitedMs > MAX_LAG_MS;
   }
 
   /** Folds one window's probability into the current run; an onset when the run is long enough. */

@@ -13,11 +13,21 @@ export { EchoEstimator, MAX_ECHO_DELAY_MS, REFERENCE_ADVANCE_MS, type EchoVerdic
 export {
   MAX_LAG_MS,
   MAX_QUEUED_WINDOWS,
+  inThreadDetectors,
   SpeechOnsetDetector,
   type DetectorOptions,
+  type DetectorSource,
+  type SpeechDetector,
   type DetectorStats,
   type PushInfo,
   type SpeechOnset,
   type SpeechTurn,
 } from './detector.js';
-export { startVadWorkers, VadWorkerError, VadWorkerPool, type VadWorkersOptions } from './pool.js';
+export {
+  PooledDetector,
+  startVadWorkers,
+  VadWorkerError,
+  VadWorkerPool,
+  type PushOutcome,
+  type VadWorkersOptions,
+} from './pool.js';

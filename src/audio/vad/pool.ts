@@ -1,18 +1,19 @@
 /**
- * Silero off the event loop: a fixed set of worker threads (one per core by default), each with the
- * model loaded once, so that many calls' frame pacing never waits for an inference and a slow model
- * only makes detection wait in its own queue. Windows queued during one turn of the event loop go to
- * a worker in one message, to the worker with the fewest windows in flight; results come back the
- * same way. Each window carries its call's state, so any worker can run any call's next window.
+ * Detection off the event loop: a fixed set of worker threads (one per core by default), each with
+ * the Silero model loaded once, hosting whole detectors (detector.ts). A call's detector lives in one
+ * worker, its Silero state and its echo estimator beside it, so a window needs no round trip between
+ * the echo's verdict, the windows before it and Silero's: the call's audio goes out, its onsets come
+ * back. The main thread only decodes the caller's audio and hands it over.
  *
- * The echo estimation (echo.ts) is the exception: an estimator's state (the echo path it tracks) stays
- * in the worker that runs it, so a call's echo stream is sticky. On its first window it is assigned
- * to the ready worker with the fewest echo streams, and all its windows go there, in order, batched
- * with the Silero windows of the same turn.
+ * Each stream (a call's detector, or the fresh one a `reset()` starts) is assigned on its first push
+ * to the ready worker with the fewest streams, and all its pushes go there, in order. The pushes queued
+ * for a worker during one turn of the event loop go in one message (protocol.ts), and their results
+ * come back the same way. A batch that waited in a worker's queue counts its wait as the detectors' lag
+ * (`PushInfo.waitedMs`): past `MAX_LAG_MS`, they judge by the energy gate alone until they catch up.
  *
- * A worker that dies fails the windows it held (`VadWorkerError`: the detector judges them by the
- * energy gate alone), is logged, and is replaced; while no worker is ready, windows fail at once. Its
- * echo streams lose their estimators: each is assigned again on its next window, and starts afresh.
+ * A worker that dies fails the pushes it held (`VadWorkerError`: a `PooledDetector` resolves them
+ * without an onset, and counts them), is logged, and is replaced; while no worker is ready, pushes fail
+ * at once. Its streams lose their detectors: each is assigned again on its next push, and starts afresh.
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -20,9 +21,23 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { compiledModule } from '../../paths.js';
-import type { EchoVerdict } from './echo.js';
-import type { FromVadWorker, ToVadWorker, VadJob, VadJobResult } from './protocol.js';
-import { SileroModel, type SileroResult, type SileroRunner, type VadSampleRate } from './silero.js';
+import type {
+  DetectorOptions,
+  DetectorSource,
+  PushInfo,
+  SpeechDetector,
+  SpeechOnset,
+  SpeechTurn,
+} from './detector.js';
+import {
+  PUSH_FIELDS,
+  RESULT_FIELDS,
+  type FromVadWorker,
+  type HostedDetectorOptions,
+  type PushResults,
+  type ToVadWorker,
+} from './protocol.js';
+import type { VadSampleRate } from './silero.js';
 
 export class VadWorkerError extends Error {
   override readonly name = 'VadWorkerError';
@@ -34,35 +49,42 @@ export interface VadWorkersOptions {
   logger?: Logger | undefined;
 }
 
-type Pending =
-  | { kind: 'silero'; resolve: (result: SileroResult) => void; reject: (error: Error) => void }
-  | { kind: 'echo'; resolve: (verdict: EchoVerdict) => void; reject: (error: Error) => void };
+/** What a push comes back with: the onset it completed, and the turns that ended in it. */
+export interface PushOutcome {
+  onset: SpeechOnset | undefined;
+  turns: SpeechTurn[];
+}
+
+interface Pending {
+  resolve: (outcome: PushOutcome) => void;
+  reject: (error: Error) => void;
+}
 
 interface Probe {
-  resolve: (echoStreams: number) => void;
+  resolve: (detectors: number) => void;
   reject: (error: Error) => void;
+}
+
+interface QueuedPush {
+  id: number;
+  stream: number;
+  samples: Int16Array;
+  info: PushInfo;
 }
 
 interface Slot {
   worker: Worker;
   ready: boolean;
-  /** Windows sent and not answered yet. */
+  /** Pushes sent and not answered yet. */
   readonly inFlight: Map<number, Pending>;
-  /** Windows queued for the next batch. */
-  outbox: VadJob[];
-  /** Echo streams assigned to this worker (their estimators live there). */
-  readonly echoStreams: Set<number>;
-  /** Echo streams to close after the next batch. */
-  closing: number[];
+  /** For the next batch: streams to start, pushes, streams to drop. */
+  opens: Array<{ stream: number; options: HostedDetectorOptions }>;
+  pushes: QueuedPush[];
+  closes: number[];
+  /** Streams assigned to this worker (their detectors live there). */
+  readonly streams: Set<number>;
   /** Diagnostic probes sent and not answered yet. */
   readonly probes: Map<number, Probe>;
-}
-
-/** The array itself when it spans its whole buffer, else a copy that does. */
-function whole(samples: Int16Array): Int16Array {
-  return samples.byteOffset === 0 && samples.byteLength === samples.buffer.byteLength
-    ? samples
-    : samples.slice();
 }
 
 /** A worker that died while starting is replaced after this long (ms), not at once. */
@@ -73,6 +95,11 @@ function workerUrl(): URL {
   if (!existsSync(fileURLToPath(url)))
     throw new Error(`VAD worker ${fileURLToPath(url)} is missing: run \`npm run build\` first`);
   return url;
+}
+
+/** The wall clock every thread shares (ms). */
+function sharedNow(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 /** Starts the pool and waits until every worker has its model loaded and warmed up. */
@@ -87,21 +114,20 @@ export async function startVadWorkers(options: VadWorkersOptions = {}): Promise<
   return pool;
 }
 
-export class VadWorkerPool implements SileroRunner {
+export class VadWorkerPool implements DetectorSource {
   runtime = 'onnxruntime-web (worker threads)';
   private readonly slots: Slot[] = [];
   private readonly logger: Logger | undefined;
   private readonly url = workerUrl();
   private nextId = 1;
+  private nextStream = 1;
   private flushScheduled = false;
   private readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
   private closed = false;
-  /** Each echo stream's worker, from its first window until it is closed or its worker dies. */
-  private readonly echoSlots = new Map<number, Slot>();
-  /** Workers that died and were replaced; windows failed because no worker could run them. */
+  /** Each stream's worker, from its first push until it is closed or its worker dies. */
+  private readonly streamSlots = new Map<number, Slot>();
+  /** Workers that died and were replaced; pushes failed because no worker could run them. */
   readonly stats = { restarts: 0, failed: 0 };
-  /** The model as detectors use it, run by this pool. */
-  readonly model = new SileroModel(this);
 
   constructor(options: VadWorkersOptions) {
     this.logger = options.logger;
@@ -110,10 +136,15 @@ export class VadWorkerPool implements SileroRunner {
     for (let i = 0; i < Math.max(1, count); i++) this.slots.push(this.spawn());
   }
 
-  /** Windows sent or queued and not answered yet, over all workers. */
+  /** A call's detector, run in a worker (`now` is the worker's own clock). */
+  detector(options: DetectorOptions): PooledDetector {
+    return new PooledDetector(this, options);
+  }
+
+  /** Pushes sent or queued and not answered yet, over all workers. */
   get queueDepth(): number {
     let depth = 0;
-    for (const slot of this.slots) depth += slot.inFlight.size + slot.outbox.length;
+    for (const slot of this.slots) depth += slot.inFlight.size + slot.pushes.length;
     return depth;
   }
 
@@ -122,22 +153,22 @@ export class VadWorkerPool implements SileroRunner {
     return this.slots.map((slot) => slot.worker);
   }
 
-  /** Echo streams assigned to each worker (indexed as `workers`), for diagnostics. */
-  get echoStreams(): number[] {
-    return this.slots.map((slot) => slot.echoStreams.size);
+  /** Streams assigned to each worker (indexed as `workers`), for diagnostics. */
+  get streams(): number[] {
+    return this.slots.map((slot) => slot.streams.size);
   }
 
-  /** The index (in `workers`) of the worker that holds echo `stream`'s estimator, if one does. */
-  echoWorker(stream: number): number | undefined {
-    const slot = this.echoSlots.get(stream);
+  /** The index (in `workers`) of the worker that holds `stream`'s detector, if one does. */
+  workerOf(stream: number): number | undefined {
+    const slot = this.streamSlots.get(stream);
     return slot ? this.slots.indexOf(slot) : undefined;
   }
 
   /**
-   * Diagnostics: how many echo estimators each worker holds, asked of the workers themselves after
+   * Diagnostics: how many detectors each worker holds, asked of the workers themselves after
    * everything queued so far (a worker that is not ready counts none).
    */
-  async echoEstimators(): Promise<number[]> {
+  async hostedDetectors(): Promise<number[]> {
     this.flush();
     return Promise.all(
       this.slots.map((slot) => {
@@ -163,53 +194,43 @@ export class VadWorkerPool implements SileroRunner {
     await Promise.all(this.slots.map((slot) => this.whenReady(slot)));
   }
 
-  run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult> {
-    let best: Slot | undefined;
-    for (const slot of this.slots) {
-      if (!slot.ready) continue;
-      if (!best || load(slot) < load(best)) best = slot;
-    }
-    if (!best) return this.refuse();
-    const slot = best;
-    const id = this.nextId++;
-    return new Promise<SileroResult>((resolve, reject) => {
-      slot.inFlight.set(id, { kind: 'silero', resolve, reject });
-      slot.outbox.push({ kind: 'silero', id, input, state, sampleRate });
-      this.scheduleFlush();
-    });
+  /** @internal a new stream's id (a detector's, or the fresh one its reset starts). */
+  openStream(): number {
+    return this.nextStream++;
   }
 
-  echo(
+  /**
+   * @internal one chunk of `stream`'s audio, to the stream's worker (assigned now if it has none,
+   * where a detector with `options` starts). The arrays are handed over: not to be changed afterwards.
+   */
+  push(
     stream: number,
-    inbound: Int16Array,
-    reference: Int16Array,
-    sampleRate: VadSampleRate,
-  ): Promise<EchoVerdict> {
-    const slot = this.echoSlots.get(stream) ?? this.assignEcho(stream);
-    if (!slot) return this.refuse();
+    options: HostedDetectorOptions,
+    samples: Int16Array,
+    info: PushInfo,
+  ): Promise<PushOutcome> {
+    let slot = this.streamSlots.get(stream);
+    if (!slot) {
+      slot = this.assign(stream);
+      if (!slot) return this.refuse();
+      slot.opens.push({ stream, options });
+    }
+    const target = slot;
     const id = this.nextId++;
-    return new Promise<EchoVerdict>((resolve, reject) => {
-      slot.inFlight.set(id, { kind: 'echo', resolve, reject });
-      // Handed over as they are (the caller keeps its hands off them); a view would carry its whole
-      // buffer through the structured clone, so only a view is copied.
-      slot.outbox.push({
-        kind: 'echo',
-        id,
-        stream,
-        inbound: whole(inbound),
-        reference: whole(reference),
-        sampleRate,
-      });
+    return new Promise<PushOutcome>((resolve, reject) => {
+      target.inFlight.set(id, { resolve, reject });
+      target.pushes.push({ id, stream, samples, info });
       this.scheduleFlush();
     });
   }
 
-  closeEcho(stream: number): void {
-    const slot = this.echoSlots.get(stream);
+  /** @internal frees `stream`'s detector once the pushes already given have been run; none follow. */
+  closeStream(stream: number): void {
+    const slot = this.streamSlots.get(stream);
     if (!slot) return;
-    this.echoSlots.delete(stream);
-    slot.echoStreams.delete(stream);
-    slot.closing.push(stream);
+    this.streamSlots.delete(stream);
+    slot.streams.delete(stream);
+    slot.closes.push(stream);
     this.scheduleFlush();
   }
 
@@ -221,27 +242,27 @@ export class VadWorkerPool implements SileroRunner {
     await Promise.all(slots.map((slot) => slot.worker.terminate()));
   }
 
-  /** A window no worker can take: refused at once, and counted. */
+  /** A push no worker can take: refused at once, and counted. */
   private refuse(): Promise<never> {
     this.stats.failed++;
     return Promise.reject(new VadWorkerError(this.closed ? 'VAD workers closed' : 'no VAD worker is ready'));
   }
 
-  /** The ready worker with the fewest echo streams (then the fewest windows) takes `stream`. */
-  private assignEcho(stream: number): Slot | undefined {
+  /** The ready worker with the fewest streams (then the fewest pushes in flight) takes `stream`. */
+  private assign(stream: number): Slot | undefined {
     let best: Slot | undefined;
     for (const slot of this.slots) {
       if (!slot.ready) continue;
       if (
         !best ||
-        slot.echoStreams.size < best.echoStreams.size ||
-        (slot.echoStreams.size === best.echoStreams.size && load(slot) < load(best))
+        slot.streams.size < best.streams.size ||
+        (slot.streams.size === best.streams.size && slot.inFlight.size < best.inFlight.size)
       )
         best = slot;
     }
     if (!best) return undefined;
-    best.echoStreams.add(stream);
-    this.echoSlots.set(stream, best);
+    best.streams.add(stream);
+    this.streamSlots.set(stream, best);
     return best;
   }
 
@@ -254,24 +275,43 @@ export class VadWorkerPool implements SileroRunner {
     });
   }
 
-  /** Sends each worker its batch, then the echo streams to close after it. */
+  /** Sends each worker its batch: the streams to start, the pushes packed, the streams to drop. */
   private flush(): void {
     for (const slot of this.slots) {
-      if (slot.outbox.length > 0) {
-        const jobs = slot.outbox;
-        slot.outbox = [];
-        this.post(slot, { type: 'run', jobs });
-      }
-      if (slot.closing.length > 0) {
-        const streams = slot.closing;
-        slot.closing = [];
-        this.post(slot, { type: 'closeEcho', streams });
-      }
+      const { opens, pushes, closes } = slot;
+      if (opens.length === 0 && pushes.length === 0 && closes.length === 0) continue;
+      slot.opens = [];
+      slot.pushes = [];
+      slot.closes = [];
+      const meta = new Float64Array(pushes.length * PUSH_FIELDS);
+      let samples = 0;
+      for (const p of pushes) samples += p.samples.length + (p.info.reference?.length ?? 0);
+      const audio = new Int16Array(samples);
+      let offset = 0;
+      pushes.forEach((p, i) => {
+        const m = i * PUSH_FIELDS;
+        meta[m] = p.id;
+        meta[m + 1] = p.stream;
+        meta[m + 2] = p.info.timestampMs ?? Number.NaN;
+        meta[m + 3] = p.info.botAudible ? 1 : 0;
+        meta[m + 4] = p.samples.length;
+        meta[m + 5] = p.info.reference?.length ?? 0;
+        audio.set(p.samples, offset);
+        offset += p.samples.length;
+        if (p.info.reference) {
+          audio.set(p.info.reference, offset);
+          offset += p.info.reference.length;
+        }
+      });
+      this.post(slot, { type: 'batch', opens, meta, audio, sentAt: sharedNow(), closes }, [
+        meta.buffer,
+        audio.buffer,
+      ]);
     }
   }
 
-  private post(slot: Slot, message: ToVadWorker): void {
-    slot.worker.postMessage(message);
+  private post(slot: Slot, message: ToVadWorker, transfer: ArrayBuffer[] = []): void {
+    slot.worker.postMessage(message, transfer);
   }
 
   private spawn(): Slot {
@@ -279,9 +319,10 @@ export class VadWorkerPool implements SileroRunner {
       worker: new Worker(this.url, { name: 'voxbridge-vad' }),
       ready: false,
       inFlight: new Map(),
-      outbox: [],
-      echoStreams: new Set(),
-      closing: [],
+      opens: [],
+      pushes: [],
+      closes: [],
+      streams: new Set(),
       probes: new Map(),
     };
     slot.worker.on('message', (message: FromVadWorker) => this.onMessage(slot, message));
@@ -319,35 +360,46 @@ export class VadWorkerPool implements SileroRunner {
     if (message.type === 'probe') {
       const probe = slot.probes.get(message.id);
       slot.probes.delete(message.id);
-      probe?.resolve(message.echoStreams);
+      probe?.resolve(message.detectors);
       return;
     }
-    for (const result of message.results) this.settle(slot, result);
+    this.settle(slot, message);
   }
 
-  private settle(slot: Slot, result: VadJobResult): void {
-    const pending = slot.inFlight.get(result.id);
-    if (!pending) return;
-    slot.inFlight.delete(result.id);
-    if ('error' in result) {
-      const what = pending.kind === 'echo' ? 'echo estimation' : 'inference';
-      pending.reject(new VadWorkerError(`${what} failed: ${result.error}`));
-    } else if (pending.kind === 'silero' && 'p' in result)
-      pending.resolve({ p: result.p, state: result.state });
-    else if (pending.kind === 'echo' && 'verdict' in result) pending.resolve(result.verdict);
-    else
-      pending.reject(
-        new VadWorkerError(`VAD worker answered a ${pending.kind} window with the wrong result`),
-      );
+  private settle(slot: Slot, results: PushResults): void {
+    const turns = new Map<number, SpeechTurn[]>();
+    for (const { id, turn } of results.turns) {
+      const list = turns.get(id);
+      if (list) list.push(turn);
+      else turns.set(id, [turn]);
+    }
+    for (const { id, error } of results.errors) {
+      const pending = slot.inFlight.get(id);
+      slot.inFlight.delete(id);
+      pending?.reject(new VadWorkerError(`detection failed: ${error}`));
+    }
+    const { meta } = results;
+    for (let r = 0; r < meta.length; r += RESULT_FIELDS) {
+      const id = meta[r]!;
+      const pending = slot.inFlight.get(id);
+      if (!pending) continue;
+      slot.inFlight.delete(id);
+      const onset =
+        meta[r + 1] === 1
+          ? { onsetMs: meta[r + 2]!, detectedMs: meta[r + 3]!, probability: meta[r + 4]! }
+          : undefined;
+      pending.resolve({ onset, turns: turns.get(id) ?? [] });
+    }
   }
 
   private fail(slot: Slot, error: Error): void {
     slot.ready = false;
-    slot.outbox = [];
-    slot.closing = [];
-    // Its echo streams' estimators died with it: each is assigned again on its next window.
-    for (const stream of slot.echoStreams) this.echoSlots.delete(stream);
-    slot.echoStreams.clear();
+    slot.opens = [];
+    slot.pushes = [];
+    slot.closes = [];
+    // Its streams' detectors died with it: each is assigned again on its next push.
+    for (const stream of slot.streams) this.streamSlots.delete(stream);
+    slot.streams.clear();
     const pending = [...slot.inFlight.values()];
     slot.inFlight.clear();
     this.stats.failed += pending.length;
@@ -365,7 +417,7 @@ export class VadWorkerPool implements SileroRunner {
     this.stats.restarts++;
     this.logger?.warn(
       { code, worker: index },
-      'VAD worker exited: its windows are judged by the energy gate alone; starting a new one',
+      'VAD worker exited: its calls hear no onset until their next audio reaches a new detector; starting a new one',
     );
     const replace = (): void => {
       if (!this.closed && this.slots[index] === slot) this.slots[index] = this.spawn();
@@ -376,7 +428,76 @@ export class VadWorkerPool implements SileroRunner {
   }
 }
 
-/** Windows a worker holds: sent and not answered, or queued for its next batch. */
-function load(slot: Slot): number {
-  return slot.inFlight.size + slot.outbox.length;
+/**
+ * A call's detector in a VAD worker. Pushes resolve in order, with the onset the worker's detector
+ * found; one its worker could not run (it died, or none was ready) resolves without an onset and is
+ * counted in `stats.failed`: the caller then goes unheard until the stream's next push starts a fresh
+ * detector on a ready worker. `reset()` starts a new stream (a fresh detector) and drops the old one
+ * after the pushes it was given.
+ */
+export class PooledDetector implements SpeechDetector {
+  readonly sampleRate: VadSampleRate;
+  readonly stats = { pushes: 0, failed: 0 };
+  private stream: number;
+  private readonly options: HostedDetectorOptions;
+  private readonly onTurnEnd: ((turn: SpeechTurn) => void) | undefined;
+  /** Bumped by reset() and close(): what pushes before it bring back is dropped. */
+  private epoch = 0;
+  private closed = false;
+
+  constructor(
+    private readonly pool: VadWorkerPool,
+    options: DetectorOptions,
+  ) {
+    this.sampleRate = options.sampleRate;
+    this.onTurnEnd = options.onTurnEnd;
+    this.options = {
+      sampleRate: options.sampleRate,
+      minSpeechMs: options.minSpeechMs,
+      minSpeechWhileAudibleMs: options.minSpeechWhileAudibleMs,
+      echo: options.echo,
+      threshold: options.threshold,
+      endOfTurnMs: options.endOfTurnMs,
+      turns: options.onTurnEnd !== undefined,
+    };
+    this.stream = pool.openStream();
+  }
+
+  /** The pool's key for this detector's stream (it changes on `reset()`), for diagnostics. */
+  get streamId(): number {
+    return this.stream;
+  }
+
+  async push(samples: Int16Array, info: PushInfo): Promise<SpeechOnset | undefined> {
+    if (this.closed) return undefined;
+    if (info.reference && info.reference.length !== samples.length)
+      throw new RangeError('the reference must be as long as the samples');
+    const epoch = this.epoch;
+    this.stats.pushes++;
+    let outcome: PushOutcome;
+    try {
+      outcome = await this.pool.push(this.stream, this.options, samples, info);
+    } catch (error) {
+      if (!(error instanceof VadWorkerError)) throw error;
+      this.stats.failed++;
+      return undefined;
+    }
+    if (epoch !== this.epoch) return undefined;
+    for (const turn of outcome.turns) this.onTurnEnd?.(turn);
+    return outcome.onset;
+  }
+
+  reset(): void {
+    if (this.closed) return;
+    this.epoch++;
+    this.pool.closeStream(this.stream);
+    this.stream = this.pool.openStream();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.epoch++;
+    this.pool.closeStream(this.stream);
+  }
 }

@@ -1,49 +1,65 @@
-/** Messages between the VAD worker pool (pool.ts) and its workers (worker.ts). */
-import type { EchoVerdict } from './echo.js';
+/**
+ * Messages between the VAD worker pool (pool.ts) and its workers (worker.ts). Each worker hosts whole
+ * detectors (detector.ts), one per stream (a call's caller audio), with the Silero state and the echo
+ * estimator they carry: a stream's pushes all go to its worker, in order.
+ *
+ * The pushes of one turn of the event loop travel as one message: their numbers packed in a
+ * `Float64Array` and their audio in one `Int16Array`, both transferred, not cloned (a clone costs per
+ * object, and there are thousands of pushes a second).
+ */
+import type { SpeechTurn } from './detector.js';
 import type { VadSampleRate } from './silero.js';
 
-/** One Silero window with its call's state: any worker can run it. */
-export interface SileroJob {
-  kind: 'silero';
-  id: number;
-  input: Float32Array;
-  state: Float32Array;
+/** A hosted detector's options: those of `DetectorOptions` that can cross a thread. */
+export interface HostedDetectorOptions {
   sampleRate: VadSampleRate;
+  minSpeechMs?: number | undefined;
+  minSpeechWhileAudibleMs?: number | undefined;
+  echo?: boolean | undefined;
+  threshold?: number | undefined;
+  endOfTurnMs?: number | undefined;
+  /** Whether the ends of the caller's turns are wanted (they come back with the results). */
+  turns: boolean;
 }
 
 /**
- * One window of a call's echo estimation. The estimator's state lives in the worker, keyed by
- * `stream`, so a stream's jobs always go to the same worker; a worker that has no state for `stream`
- * (its first window, or the stream's worker died) starts a fresh estimator.
+ * Each push's numbers in `PushBatch.meta`, in this order: its id, its stream, its inbound timestamp
+ * (NaN: none), whether the bot was audible (0 or 1), its samples' length, its reference's length (0:
+ * none). Its samples then its reference follow the previous push's in `audio`.
  */
-export interface EchoJob {
-  kind: 'echo';
-  id: number;
-  stream: number;
-  inbound: Int16Array;
-  reference: Int16Array;
-  sampleRate: VadSampleRate;
+export const PUSH_FIELDS = 6;
+
+export interface PushBatch {
+  type: 'batch';
+  /** Streams to start, before the pushes (a stream's first push, or its first on a new worker). */
+  opens: Array<{ stream: number; options: HostedDetectorOptions }>;
+  meta: Float64Array;
+  audio: Int16Array;
+  /** When the batch was sent (`performance.timeOrigin + performance.now()`): its wait counts as lag. */
+  sentAt: number;
+  /** Streams to drop, after the pushes. */
+  closes: number[];
 }
 
-export type VadJob = SileroJob | EchoJob;
+/**
+ * Each push's outcome in `PushResults.meta`: its id, 1 when it completed an onset (else 0), the onset's
+ * `onsetMs`, `detectedMs` and `probability`.
+ */
+export const RESULT_FIELDS = 5;
 
-export type VadJobResult =
-  | { id: number; p: number; state: Float32Array }
-  | { id: number; verdict: EchoVerdict }
-  | { id: number; error: string };
+export interface PushResults {
+  type: 'results';
+  meta: Float64Array;
+  /** Turns that ended while a push was processed (rare), by the push's id. */
+  turns: Array<{ id: number; turn: SpeechTurn }>;
+  /** Pushes that failed, by id. */
+  errors: Array<{ id: number; error: string }>;
+}
 
 export type ToVadWorker =
-  /**
-   * Jobs go out in batches: every window queued for a worker during one turn of the event loop, run
-   * in the order given (a stream's echo windows must be, its estimator depends on the previous ones).
-   */
-  | { type: 'run'; jobs: VadJob[] }
-  /** Drop these echo streams' estimators (after every job sent before). */
-  | { type: 'closeEcho'; streams: number[] }
-  /** Diagnostics: how many echo estimators the worker holds (after every message sent before). */
+  | PushBatch
+  /** Diagnostics: how many detectors the worker holds (after every message sent before). */
   | { type: 'probe'; id: number };
 
 export type FromVadWorker =
-  | { type: 'ready'; runtime: string }
-  | { type: 'results'; results: VadJobResult[] }
-  | { type: 'probe'; id: number; echoStreams: number };
+  { type: 'ready'; runtime: string } | PushResults | { type: 'probe'; id: number; detectors: number };

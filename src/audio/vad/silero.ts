@@ -7,9 +7,9 @@
  * `@ricky0123/vad-web` (ISC; the model MIT) and is read from node_modules: nothing is fetched at run
  * time.
  *
- * One `SileroModel` per process, run in this thread (`SileroModel.load`) or in worker threads
- * (`startVadWorkers`, vad/pool.ts); each call gets a `SileroStream` with its own recurrent state and
- * context. v5 needs each window prefixed with the previous window's last samples (32 at 8 kHz, 64 at
+ * One `SileroModel` per thread: the main thread's (`SileroModel.load`), or each VAD worker's, where
+ * whole detectors run (`startVadWorkers`, vad/pool.ts); each call gets a `SileroStream` with its own
+ * recurrent state and context. v5 needs each window prefixed with the previous window's last samples (32 at 8 kHz, 64 at
  * 16 kHz): without that context its recall at 8 kHz collapses.
  */
 import { readFile } from 'node:fs/promises';
@@ -47,7 +47,7 @@ export function sileroModelPath(): string {
 export interface EchoRunner {
   /**
    * One window of `stream`'s inbound audio and the bot's reference for the same span. The arrays are
-   * handed over: the caller must not change them afterwards (a worker pool sends them as they are).
+   * handed over: the caller must not change them afterwards.
    */
   echo(
     stream: number,
@@ -59,10 +59,7 @@ export interface EchoRunner {
   closeEcho(stream: number): void;
 }
 
-/**
- * What runs Silero's windows and the echo estimation: a session in this thread, or a pool of worker
- * threads.
- */
+/** What runs Silero's windows and the echo estimation: the thread's `SileroSession`. */
 export interface SileroRunner extends EchoRunner {
   /** What runs the model, for logs and benchmarks. */
   readonly runtime: string;
@@ -186,8 +183,8 @@ export class SileroModel {
 
   /**
    * The process's in-thread model, loaded on the first call (≈ 0.3 s) and shared by every later one:
-   * one session serves all calls, each with its own `SileroStream`. (`startVadWorkers` runs it off the
-   * event loop instead.)
+   * one session serves all calls, each with its own `SileroStream`. (`startVadWorkers` runs the calls'
+   * detectors off the event loop instead, each worker with a model of its own.)
    */
   static async load(options: { warmupWindows?: number } = {}): Promise<SileroModel> {
     const loading = (SileroModel.shared ??= SileroSession.create(0).then((s) => new SileroModel(s)));

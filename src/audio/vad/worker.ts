@@ -1,59 +1,111 @@
 /**
- * One Silero session and the echo estimators of the calls assigned to it, on their own thread (see
- * pool.ts). Runs each batch's jobs in order and answers with all of their results at once. Messages
- * are handled one after another, never interleaved (Silero's runs are awaited): a stream's echo
- * windows are estimated in the order sent, and a close or a probe sees every job sent before it.
+ * The detectors of the calls assigned to this thread (see pool.ts), each a `SpeechOnsetDetector` on
+ * the thread's one Silero session, its echo estimator beside it. Messages are handled one after
+ * another, never interleaved, and a batch's pushes in the order sent: a stream's audio reaches its
+ * detector in order, and a probe sees every push sent before it.
  */
 import { parentPort } from 'node:worker_threads';
-import { EchoEstimator } from './echo.js';
-import type { FromVadWorker, ToVadWorker, VadJob, VadJobResult } from './protocol.js';
-import { SileroSession } from './silero.js';
+import { SpeechOnsetDetector, type SpeechTurn } from './detector.js';
+import {
+  PUSH_FIELDS,
+  RESULT_FIELDS,
+  type FromVadWorker,
+  type PushBatch,
+  type PushResults,
+  type ToVadWorker,
+} from './protocol.js';
+import { SileroModel, SileroSession } from './silero.js';
 
 const port = parentPort;
 if (!port) throw new Error('the VAD worker must run in a worker thread');
 
 const session = await SileroSession.create();
-/** The echo estimators of the streams sent here, created on a stream's first window. */
-const estimators = new Map<number, EchoEstimator>();
+const model = new SileroModel(session);
 
-function post(message: FromVadWorker): void {
-  port!.postMessage(message);
+interface Hosted {
+  detector: SpeechOnsetDetector;
+  /** Turns that ended since the last push's result was taken. */
+  turns: SpeechTurn[];
+}
+
+const detectors = new Map<number, Hosted>();
+
+function post(message: FromVadWorker, transfer: ArrayBuffer[] = []): void {
+  port!.postMessage(message, transfer);
 }
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-async function runJob(job: VadJob): Promise<VadJobResult> {
-  try {
-    if (job.kind === 'silero') {
-      const { p, state } = await session.run(job.input, job.state, job.sampleRate);
-      return { id: job.id, p, state };
-    }
-    let estimator = estimators.get(job.stream);
-    if (!estimator) {
-      estimator = new EchoEstimator(job.sampleRate);
-      estimators.set(job.stream, estimator);
-    }
-    return { id: job.id, verdict: estimator.process(job.inbound, job.reference) };
-  } catch (error) {
-    return { id: job.id, error: errorText(error) };
+async function run(batch: PushBatch): Promise<void> {
+  for (const { stream, options } of batch.opens) {
+    const { turns: wantsTurns, ...rest } = options;
+    const turns: SpeechTurn[] = [];
+    const detector = new SpeechOnsetDetector(model, {
+      ...rest,
+      onTurnEnd: wantsTurns ? (turn) => turns.push(turn) : undefined,
+    });
+    detectors.get(stream)?.detector.close();
+    detectors.set(stream, { detector, turns });
   }
+  const waitedMs = Math.max(0, performance.timeOrigin + performance.now() - batch.sentAt);
+  const { meta, audio } = batch;
+  const count = meta.length / PUSH_FIELDS;
+  const out: PushResults = {
+    type: 'results',
+    meta: new Float64Array(count * RESULT_FIELDS),
+    turns: [],
+    errors: [],
+  };
+  let offset = 0;
+  for (let i = 0; i < count; i++) {
+    const m = i * PUSH_FIELDS;
+    const id = meta[m]!;
+    const timestampMs = meta[m + 2]!;
+    const samples = audio.subarray(offset, offset + meta[m + 4]!);
+    offset += samples.length;
+    const referenceLength = meta[m + 5]!;
+    const reference = referenceLength > 0 ? audio.subarray(offset, offset + referenceLength) : undefined;
+    offset += referenceLength;
+    const r = i * RESULT_FIELDS;
+    out.meta[r] = id;
+    const hosted = detectors.get(meta[m + 1]!);
+    if (!hosted) {
+      out.errors.push({ id, error: `no detector for stream ${meta[m + 1]}` });
+      continue;
+    }
+    try {
+      const onset = await hosted.detector.push(samples, {
+        ...(Number.isNaN(timestampMs) ? {} : { timestampMs }),
+        botAudible: meta[m + 3] === 1,
+        reference,
+        waitedMs,
+      });
+      if (onset) {
+        out.meta[r + 1] = 1;
+        out.meta[r + 2] = onset.onsetMs;
+        out.meta[r + 3] = onset.detectedMs;
+        out.meta[r + 4] = onset.probability;
+      }
+    } catch (error) {
+      out.errors.push({ id, error: errorText(error) });
+    }
+    for (const turn of hosted.turns.splice(0)) out.turns.push({ id, turn });
+  }
+  for (const stream of batch.closes) {
+    detectors.get(stream)?.detector.close();
+    detectors.delete(stream);
+  }
+  post(out, [out.meta.buffer as ArrayBuffer]);
 }
 
 async function handle(message: ToVadWorker): Promise<void> {
   switch (message.type) {
-    case 'run': {
-      const results: VadJobResult[] = [];
-      for (const job of message.jobs) results.push(await runJob(job));
-      post({ type: 'results', results });
-      return;
-    }
-    case 'closeEcho':
-      for (const stream of message.streams) estimators.delete(stream);
-      return;
+    case 'batch':
+      return run(message);
     case 'probe':
-      post({ type: 'probe', id: message.id, echoStreams: estimators.size });
+      post({ type: 'probe', id: message.id, detectors: detectors.size });
       return;
   }
 }

@@ -1,147 +1,346 @@
 /**
- * Silero in worker threads (src/audio/vad/pool.ts): the same probabilities as in this thread, many
- * calls' windows at once answered each to its own call, and a worker that dies costs only the windows
- * it held (judged by the energy gate alone) before a new worker takes over.
+ * Detectors in worker threads (src/audio/vad/pool.ts): a call's detector runs whole in one worker, its
+ * Silero state and echo estimator beside it, and finds what the same detector finds in this thread,
+ * whether its pushes come one at a time or all at once; many calls' detectors stay apart, each stuck
+ * to its worker; reset() and close() free them; a worker that dies costs only the pushes it held, and
+ * its calls start afresh on a new worker.
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resampleWhole } from '../../../src/audio/resampler.js';
 import {
+  EchoEstimator,
+  REFERENCE_ADVANCE_MS,
   SileroModel,
+  SileroSession,
   SpeechOnsetDetector,
   startVadWorkers,
-  VadWorkerError,
+  type DetectorOptions,
+  type PushInfo,
+  type SpeechDetector,
   type SpeechOnset,
+  type SpeechTurn,
   type VadWorkerPool,
 } from '../../../src/audio/vad/index.js';
-import { noisyUtterance, VOICES, type TestUtterance } from '../../../testkit/vad-audio.js';
+import { espeakSpeech } from '../../../testkit/audio.js';
+import { atLevel, EchoLine } from '../../../testkit/echo-line.js';
+import { noisyUtterance, UTTERANCES, VOICES, type TestUtterance } from '../../../testkit/vad-audio.js';
+
+const RATE = 8000;
+const CHUNK = 160;
+const ADVANCE = (REFERENCE_ADVANCE_MS * RATE) / 1000;
+
+/** One push: the caller's audio for 20 ms and what the detector is told with it. */
+interface Chunk {
+  samples: Int16Array;
+  info: PushInfo;
+}
 
 let local: SileroModel;
 let pool: VadWorkerPool;
 let speech: TestUtterance;
+/** The bot's speech at −20 dBFS, 8 kHz. */
+let bot: Int16Array;
+/** A caller's utterance at −20 dBFS, 8 kHz. */
+let caller: Int16Array;
 beforeAll(async () => {
-  [local, pool, speech] = await Promise.all([
+  let botSpeech: Int16Array;
+  let callerSpeech: Int16Array;
+  [local, pool, speech, botSpeech, callerSpeech] = await Promise.all([
     SileroModel.load(),
     startVadWorkers({ workers: 2 }),
-    noisyUtterance('I would like to book a table for two.', VOICES[1]!, 8000, 20, 7),
+    noisyUtterance('I would like to book a table for two.', VOICES[1]!, RATE, 20, 7),
+    espeakSpeech(
+      'You can interrupt me at any moment simply by speaking, and I will stop and listen.',
+      'en-us',
+      50,
+    ),
+    espeakSpeech(UTTERANCES[4]!, 'en-gb+f2', 70),
   ]);
+  bot = atLevel(resampleWhole(botSpeech, 22_050, RATE), -20);
+  caller = atLevel(resampleWhole(callerSpeech, 22_050, RATE), -20);
 }, 60_000);
 afterAll(async () => {
   await pool?.close();
 });
 
-/** Probabilities of every window of `samples`, one after another, on one stream of `model`. */
-async function probabilities(model: SileroModel, samples: Int16Array): Promise<number[]> {
-  const stream = model.stream(8000);
-  const out: number[] = [];
-  for (let o = 0; o + stream.windowSamples <= samples.length; o += stream.windowSamples)
-    out.push(await stream.probability(samples.subarray(o, o + stream.windowSamples)));
-  return out;
+/** `samples` as 20 ms pushes with the bot quiet. */
+function quietLine(samples: Int16Array, fromMs = 0): Chunk[] {
+  const chunks: Chunk[] = [];
+  for (let o = 0; o + CHUNK <= samples.length; o += CHUNK)
+    chunks.push({
+      samples: samples.slice(o, o + CHUNK),
+      info: { timestampMs: fromMs + o / 8, botAudible: false },
+    });
+  return chunks;
 }
 
-async function detectAll(detector: SpeechOnsetDetector, samples: Int16Array): Promise<SpeechOnset[]> {
-  const found: SpeechOnset[] = [];
-  for (let o = 0; o < samples.length; o += 160) {
-    const onset = await detector.push(samples.subarray(o, o + 160), {
-      timestampMs: o / 8,
-      botAudible: false,
+/**
+ * A line that echoes the bot (the bot's speech over and over, with pauses), the caller saying their
+ * utterance over it at `callerAtS`: 20 ms pushes, each with the bot's reference for its span.
+ */
+function echoLine(options: {
+  seconds: number;
+  delayMs: number;
+  erlDb: number;
+  callerAtS: number;
+  seed: number;
+}): Chunk[] {
+  const n = options.seconds * RATE;
+  const played = new Int16Array(n + ADVANCE);
+  for (let at = 0; at < played.length; at += bot.length + RATE / 2)
+    played.set(bot.subarray(0, Math.min(bot.length, played.length - at)), at);
+  const voice = new Int16Array(n);
+  const start = options.callerAtS * RATE;
+  voice.set(caller.subarray(0, Math.min(caller.length, n - start)), start);
+  const line = new EchoLine({
+    sampleRate: RATE,
+    delayMs: options.delayMs,
+    erlDb: options.erlDb,
+    noiseDbfs: -50,
+    seed: options.seed,
+  });
+  const chunks: Chunk[] = [];
+  for (let o = 0; o + CHUNK <= n; o += CHUNK)
+    chunks.push({
+      samples: line.next(played.subarray(o, o + CHUNK), CHUNK, voice.subarray(o, o + CHUNK)),
+      info: {
+        timestampMs: o / 8,
+        botAudible: true,
+        reference: played.slice(o + ADVANCE, o + ADVANCE + CHUNK),
+      },
     });
-    if (onset) found.push(onset);
+  return chunks;
+}
+
+/** The onsets `detector` finds in `chunks`: each push awaited (`'awaited'`), or all made at once. */
+async function onsets(
+  detector: SpeechDetector,
+  chunks: readonly Chunk[],
+  mode: 'awaited' | 'at once',
+): Promise<SpeechOnset[]> {
+  const found: SpeechOnset[] = [];
+  if (mode === 'awaited') {
+    for (const c of chunks) {
+      const onset = await detector.push(c.samples, c.info);
+      if (onset) found.push(onset);
+    }
+  } else {
+    const all = await Promise.all(chunks.map((c) => detector.push(c.samples, c.info)));
+    for (const onset of all) if (onset) found.push(onset);
   }
   return found;
 }
 
-describe('Silero in worker threads', () => {
-  it('gives the probabilities the model gives in this thread', async () => {
-    const [here, there] = await Promise.all([
-      probabilities(local, speech.samples),
-      probabilities(pool.model, speech.samples),
-    ]);
-    expect(there).toHaveLength(here.length);
-    for (let i = 0; i < here.length; i++) expect(there[i]).toBeCloseTo(here[i]!, 5);
-    // The utterance is there to be heard: speech windows and silence windows both.
-    expect(Math.max(...there)).toBeGreaterThan(0.9);
-    expect(Math.min(...there)).toBeLessThan(0.1);
-  });
+/** The same detector in this thread, on a clock that never lags. */
+function inThread(options: DetectorOptions): SpeechOnsetDetector {
+  return new SpeechOnsetDetector(local, { ...options, now: () => 0 });
+}
 
-  it("answers many calls' windows at once, each with its own call's state", async () => {
-    // Twenty streams, each with the speech shifted by a different number of windows: each stream's
-    // probabilities must match its own sequence run alone, whatever batch its windows rode in.
-    const w = 256;
-    const shifted = (k: number): Int16Array => speech.samples.subarray(k * w);
-    const alone = await Promise.all(Array.from({ length: 20 }, (_, k) => probabilities(local, shifted(k))));
-    const together = await Promise.all(
-      Array.from({ length: 20 }, (_, k) => probabilities(pool.model, shifted(k))),
-    );
-    for (let k = 0; k < 20; k++) {
-      expect(together[k]).toHaveLength(alone[k]!.length);
-      for (let i = 0; i < alone[k]!.length; i++) expect(together[k]![i]).toBeCloseTo(alone[k]![i]!, 5);
+describe('detectors in worker threads', () => {
+  it('find the onset the detector finds in this thread, pushes awaited or made all at once', async () => {
+    const chunks = quietLine(speech.samples);
+    const here = await onsets(inThread({ sampleRate: RATE }), chunks, 'awaited');
+    expect(here).toHaveLength(1);
+    for (const mode of ['awaited', 'at once'] as const) {
+      const detector = pool.detector({ sampleRate: RATE });
+      try {
+        expect(await onsets(detector, chunks, mode), mode).toEqual(here);
+        expect(detector.stats).toEqual({ pushes: chunks.length, failed: 0 });
+      } finally {
+        detector.close();
+      }
     }
   });
 
-  it('finds the onset the in-thread detector finds', async () => {
-    const onsets = await Promise.all(
-      [local, pool.model].map((model) =>
-        detectAll(new SpeechOnsetDetector(model, { sampleRate: 8000, now: () => 0 }), speech.samples),
-      ),
-    );
-    expect(onsets[0]).toHaveLength(1);
-    expect(onsets[1]).toEqual(onsets[0]);
+  it("tell the caller from the bot's echo as in this thread: the estimator runs beside the detector", async () => {
+    const line = { seconds: 12, delayMs: 120, erlDb: 10, callerAtS: 8, seed: 3 };
+    const chunks = echoLine(line);
+    const options: DetectorOptions = { sampleRate: RATE, echo: true, minSpeechWhileAudibleMs: 400 };
+    const here = await onsets(inThread(options), chunks, 'awaited');
+    // The caller is heard, and the echo before them is not.
+    expect(here).toHaveLength(1);
+    expect(here[0]!.onsetMs).toBeGreaterThan(line.callerAtS * 1000 - 100);
+    const detector = pool.detector(options);
+    try {
+      expect(await onsets(detector, chunks, 'at once')).toEqual(here);
+    } finally {
+      detector.close();
+    }
   });
 
-  it('survives a worker that dies: its windows fall back to the gate, a new worker takes over', async () => {
+  it('bring back the ends of turns', async () => {
+    const chunks = quietLine(speech.samples);
+    const turns = (into: SpeechTurn[]): DetectorOptions => ({
+      sampleRate: RATE,
+      endOfTurnMs: 500,
+      onTurnEnd: (turn) => into.push(turn),
+    });
+    const here: SpeechTurn[] = [];
+    await onsets(inThread(turns(here)), chunks, 'awaited');
+    expect(here).toHaveLength(1);
+    const there: SpeechTurn[] = [];
+    const detector = pool.detector(turns(there));
+    try {
+      await onsets(detector, chunks, 'at once');
+      expect(there).toEqual(here);
+    } finally {
+      detector.close();
+    }
+  });
+
+  it("keep many calls' detectors apart, each stuck to the worker it started on", async () => {
+    // Six calls, each with the utterance at another place: every call's onset is its own.
+    const calls = Array.from({ length: 6 }, (_, k) => quietLine(speech.samples.subarray(k * 1600)));
+    const here = await Promise.all(calls.map((c) => onsets(inThread({ sampleRate: RATE }), c, 'awaited')));
+    const detectors = calls.map(() => pool.detector({ sampleRate: RATE }));
+    try {
+      // One push of every call per turn, as calls' audio arrives: each batch mixes the calls.
+      const found: SpeechOnset[][] = calls.map(() => []);
+      const workerOf: Array<number | undefined> = [];
+      const length = Math.max(...calls.map((c) => c.length));
+      for (let i = 0; i < length; i++) {
+        await Promise.all(
+          detectors.map(async (detector, k) => {
+            const c = calls[k]![i];
+            if (!c) return;
+            const pushed = detector.push(c.samples, c.info);
+            const worker = pool.workerOf(detector.streamId);
+            expect(worker).toBeDefined();
+            if (i === 0) workerOf[k] = worker;
+            else expect(worker, `call ${k}, push ${i}`).toBe(workerOf[k]);
+            const onset = await pushed;
+            if (onset) found[k]!.push(onset);
+          }),
+        );
+      }
+      expect(found).toEqual(here);
+      expect(here.every((h) => h.length === 1)).toBe(true);
+      // Spread over both workers, each holding its own streams' detectors only.
+      expect(pool.streams).toEqual([3, 3]);
+      expect(await pool.hostedDetectors()).toEqual([3, 3]);
+    } finally {
+      for (const detector of detectors) detector.close();
+    }
+    expect(pool.streams).toEqual([0, 0]);
+    expect(await pool.hostedDetectors()).toEqual([0, 0]);
+  });
+
+  it('start a fresh detector on reset(), dropping what the old one brings back', async () => {
+    const chunks = quietLine(speech.samples);
+    const detector = pool.detector({ sampleRate: RATE });
+    try {
+      // Into the utterance, then a reset before the answers: they resolve empty.
+      const cut = Math.round(speech.onsetMs / 20) + 20;
+      const before = Promise.all(chunks.slice(0, cut).map((c) => detector.push(c.samples, c.info)));
+      const oldStream = detector.streamId;
+      detector.reset();
+      expect(detector.streamId).not.toBe(oldStream);
+      expect((await before).filter(Boolean)).toEqual([]);
+      expect(pool.workerOf(oldStream)).toBeUndefined();
+      // The new stream hears the utterance from scratch, as a new detector would.
+      const again = quietLine(speech.samples, 10_000);
+      expect(await onsets(detector, again, 'at once')).toEqual(
+        await onsets(inThread({ sampleRate: RATE }), again, 'awaited'),
+      );
+      expect((await pool.hostedDetectors()).reduce((a, b) => a + b)).toBe(1);
+    } finally {
+      detector.close();
+    }
+    expect(await detector.push(new Int16Array(CHUNK), { botAudible: false })).toBeUndefined();
+    expect((await pool.hostedDetectors()).reduce((a, b) => a + b)).toBe(0);
+  });
+
+  it('refuse a reference of another length', async () => {
+    const detector = pool.detector({ sampleRate: RATE, echo: true });
+    try {
+      await expect(
+        detector.push(new Int16Array(CHUNK), { botAudible: true, reference: new Int16Array(CHUNK - 1) }),
+      ).rejects.toBeInstanceOf(RangeError);
+    } finally {
+      detector.close();
+    }
+  });
+
+  it('survive a worker that dies: its pushes resolve empty, its calls start afresh on a new worker', async () => {
     const logged: Array<Record<string, unknown>> = [];
     const logger = pino(
       { level: 'warn' },
       { write: (l: string) => logged.push(JSON.parse(l) as Record<string, unknown>) },
     );
-    const crashing = await startVadWorkers({ workers: 1, logger });
+    const crashing = await startVadWorkers({ workers: 2, logger });
     try {
-      const stream = crashing.model.stream(8000);
-      const window = speech.samples.subarray(8000, 8256);
-      expect(await stream.probability(window)).toBeGreaterThanOrEqual(0);
-      // Windows in flight when the thread dies fail with a clear error, and so do new ones until a
-      // new worker is ready.
-      const inFlight = Array.from({ length: 5 }, () => stream.probability(window));
-      await crashing.workers[0]!.terminate();
-      for (const p of inFlight) await expect(p).rejects.toBeInstanceOf(VadWorkerError);
-      // A detector on the pool while no worker is ready: no onset from the gate alone, no error.
-      const detector = new SpeechOnsetDetector(crashing.model, { sampleRate: 8000, now: () => 0 });
-      expect(await detector.push(speech.samples.subarray(0, 4000), { botAudible: false })).toBeUndefined();
+      const chunks = quietLine(speech.samples);
+      const cut = Math.round(speech.onsetMs / 20);
+      const detector = crashing.detector({ sampleRate: RATE });
+      // A call on the other worker, which must not notice.
+      const bystander = crashing.detector({ sampleRate: RATE });
+      const bystanderRun = onsets(bystander, chunks, 'awaited');
+      await onsets(detector, chunks.slice(0, cut), 'awaited');
+      const worker = crashing.workerOf(detector.streamId)!;
+      expect(crashing.workerOf(bystander.streamId)).toBe(1 - worker);
+      // Pushes in flight when the thread dies resolve without an onset, counted.
+      const inFlight = Promise.all(chunks.slice(cut, cut + 5).map((c) => detector.push(c.samples, c.info)));
+      await crashing.workers[worker]!.terminate();
+      expect(await inFlight).toEqual([undefined, undefined, undefined, undefined, undefined]);
+      expect(detector.stats.failed).toBe(5);
       expect(crashing.stats.restarts).toBe(1);
       expect(logged.map((l) => l['msg'])).toContainEqual(expect.stringMatching(/VAD worker exited/));
+      // The call's next push starts a fresh detector on a ready worker, which hears the caller again.
+      const again = quietLine(speech.samples, 20_000);
+      expect(await onsets(detector, again, 'at once')).toEqual(
+        await onsets(inThread({ sampleRate: RATE }), again, 'awaited'),
+      );
+      expect(crashing.workerOf(detector.streamId)).toBeDefined();
+      expect(await bystanderRun).toEqual(await onsets(inThread({ sampleRate: RATE }), chunks, 'awaited'));
       await crashing.ready();
-      // The new worker runs windows, and a fresh detector hears the utterance again.
-      expect(await stream.probability(window)).toBeGreaterThanOrEqual(0);
-      const after = new SpeechOnsetDetector(crashing.model, { sampleRate: 8000, now: () => 0 });
-      expect(await detectAll(after, speech.samples)).toHaveLength(1);
-      expect(after.stats.failed).toBe(0);
+      expect((await crashing.hostedDetectors()).reduce((a, b) => a + b)).toBe(2);
+      detector.close();
+      bystander.close();
+      expect(await crashing.hostedDetectors()).toEqual([0, 0]);
     } finally {
       await crashing.close();
     }
   });
 
-  it('a detector whose worker dies mid-utterance goes on, counting the failed windows', async () => {
-    const crashing = await startVadWorkers({ workers: 1 });
-    try {
-      const detector = new SpeechOnsetDetector(crashing.model, { sampleRate: 8000, now: () => 0 });
-      // Into the speech, then the thread dies, then the rest of the line: every push resolves.
-      const cut = speech.onsetMs * 8;
-      await detectAll(detector, speech.samples.subarray(0, cut));
-      const killed = crashing.workers[0]!.terminate();
-      const rest = detectAll(detector, speech.samples.subarray(cut));
-      await killed;
-      await expect(rest).resolves.toBeDefined();
-      expect(detector.stats.failed).toBeGreaterThan(0);
-    } finally {
-      await crashing.close();
-    }
-  });
-
-  it('refuses windows once closed', async () => {
+  it('resolve pushes empty once the pool is closed, and count them', async () => {
     const closing = await startVadWorkers({ workers: 1 });
     await closing.close();
-    await expect(closing.model.stream(8000).probability(new Int16Array(256))).rejects.toBeInstanceOf(
-      VadWorkerError,
-    );
+    const detector = closing.detector({ sampleRate: RATE });
+    expect(await detector.push(new Int16Array(CHUNK), { botAudible: false })).toBeUndefined();
+    expect(detector.stats.failed).toBe(1);
+    expect(closing.stats.failed).toBe(1);
+  });
+});
+
+describe('echo estimation in this thread', () => {
+  it("a session's echo streams give the verdicts of an estimator fed the same windows", async () => {
+    const chunks = echoLine({ seconds: 6, delayMs: 200, erlDb: 15, callerAtS: 4, seed: 21 });
+    const windows: Array<{ inbound: Int16Array; reference: Int16Array }> = [];
+    for (let k = 0; k + 1 < chunks.length; k += 8) {
+      // 256-sample windows out of the 160-sample chunks.
+      const inbound = new Int16Array(CHUNK * 8);
+      const reference = new Int16Array(CHUNK * 8);
+      for (let j = 0; j < 8 && k + j < chunks.length; j++) {
+        inbound.set(chunks[k + j]!.samples, j * CHUNK);
+        reference.set(chunks[k + j]!.info.reference!, j * CHUNK);
+      }
+      for (let o = 0; o + 256 <= inbound.length; o += 256)
+        windows.push({ inbound: inbound.slice(o, o + 256), reference: reference.slice(o, o + 256) });
+    }
+    const estimator = new EchoEstimator(RATE);
+    const here = windows.map((w) => ({ ...estimator.process(w.inbound, w.reference) }));
+    const session = await SileroSession.create(0);
+    const stream = new SileroModel(session).echoStream(RATE);
+    try {
+      const there = [];
+      for (const w of windows) there.push({ ...(await stream.process(w.inbound, w.reference)) });
+      expect(there).toStrictEqual(here);
+      expect(here.some((v) => v.converged)).toBe(true);
+      expect(session.echoStreams).toBe(1);
+    } finally {
+      stream.close();
+    }
+    expect(session.echoStreams).toBe(0);
   });
 });

@@ -307,6 +307,25 @@ describe('SpeechOnsetDetector rules', () => {
     expect(idle.found.length).toBeLessThanOrEqual(1);
   });
 
+  it("skips Silero for audio that waited past MAX_LAG_MS to reach it (a VAD worker's queue)", async () => {
+    const u = await noisyUtterance('I would like to book a table for two.', VOICES[4]!, 8000, 20, 13);
+    const run = async (waitedMs: number): Promise<{ found: number; detector: SpeechOnsetDetector }> => {
+      const detector = new SpeechOnsetDetector(model, { sampleRate: 8000, now: () => 0 });
+      let found = 0;
+      for (let o = 0; o < u.samples.length; o += 160)
+        if (await detector.push(u.samples.subarray(o, o + 160), { botAudible: false, waitedMs })) found++;
+      return { found, detector };
+    };
+    const prompt = await run(MAX_LAG_MS);
+    expect(prompt.found).toBe(1);
+    expect(prompt.detector.stats.skipped).toBe(0);
+    // Every window late: the gate alone judges them, and it never starts a run of speech.
+    const late = await run(MAX_LAG_MS + 1);
+    expect(late.found).toBe(0);
+    expect(late.detector.stats.skipped).toBeGreaterThan(0);
+    expect(late.detector.stats.inferences).toBe(0);
+  });
+
   it('does not mistake a pause in the line, untimed, for lag', async () => {
     let clock = 0;
     const detector = new SpeechOnsetDetector(model, { sampleRate: 8000, now: () => clock });
