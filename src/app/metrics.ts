@@ -82,7 +82,7 @@ export class VoxbridgeMetrics {
     if (vad) {
       new Gauge({
         name: 'voxbridge_vad_queue_depth',
-        help: "Caller audio windows waiting for the voice-activity model's worker threads",
+        help: "Chunks of caller audio sent to the voice-activity worker threads and not answered yet",
         registers,
         collect() {
           this.set(vad().queueDepth);

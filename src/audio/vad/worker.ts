@@ -100,10 +100,21 @@ async function run(batch: PushBatch): Promise<void> {
   post(out, [out.meta.buffer as ArrayBuffer]);
 }
 
+/** A batch that could not run at all: every push in it is answered with the error. */
+function refuse(batch: PushBatch, error: unknown): void {
+  const count = batch.meta.length / PUSH_FIELDS;
+  const errors = Array.from({ length: count }, (_, i) => ({
+    id: batch.meta[i * PUSH_FIELDS]!,
+    error: errorText(error),
+  }));
+  post({ type: 'results', meta: new Float64Array(0), turns: [], errors });
+}
+
 async function handle(message: ToVadWorker): Promise<void> {
   switch (message.type) {
     case 'batch':
-      return run(message);
+      // Whatever fails, every push is answered: a call waiting for one would wait for ever.
+      return run(message).catch((error: unknown) => refuse(message, error));
     case 'probe':
       post({ type: 'probe', id: message.id, detectors: detectors.size });
       return;

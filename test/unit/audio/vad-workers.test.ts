@@ -20,6 +20,7 @@ import {
   type SpeechDetector,
   type SpeechOnset,
   type SpeechTurn,
+  type VadSampleRate,
   type VadWorkerPool,
 } from '../../../src/audio/vad/index.js';
 import { espeakSpeech } from '../../../testkit/audio.js';
@@ -300,6 +301,29 @@ describe('detectors in worker threads', () => {
       expect(await crashing.hostedDetectors()).toEqual([0, 0]);
     } finally {
       await crashing.close();
+    }
+  });
+
+  it('answer every push of a batch that cannot run, and go on with the next', async () => {
+    const single = await startVadWorkers({ workers: 1 });
+    try {
+      // A rate the model has no window for: the worker cannot make the detector.
+      const broken = single.detector({ sampleRate: 12_000 as VadSampleRate });
+      const pushes = [
+        broken.push(new Int16Array(CHUNK), { botAudible: false }),
+        broken.push(new Int16Array(CHUNK), { botAudible: false }),
+      ];
+      expect(await Promise.all(pushes)).toEqual([undefined, undefined]);
+      expect(broken.stats.failed).toBe(2);
+      // The same worker still hears a caller.
+      const detector = single.detector({ sampleRate: RATE });
+      const chunks = quietLine(speech.samples);
+      expect(await onsets(detector, chunks, 'at once')).toEqual(
+        await onsets(inThread({ sampleRate: RATE }), chunks, 'awaited'),
+      );
+      expect(detector.stats.failed).toBe(0);
+    } finally {
+      await single.close();
     }
   });
 
