@@ -82,7 +82,7 @@ export class VoxbridgeMetrics {
     if (vad) {
       new Gauge({
         name: 'voxbridge_vad_queue_depth',
-        help: "Chunks of caller audio sent to the voice-activity worker threads and not answered yet",
+        help: 'Chunks of caller audio sent to the voice-activity worker threads and not answered yet',
         registers,
         collect() {
           this.set(vad().queueDepth);
