@@ -114,7 +114,7 @@ export interface DetectorStats {
   inferences: number;
   /** Windows that would have woken Silero but were judged by the gate alone, the detector being behind. */
   skipped: number;
-  /** Inferences that failed (a VAD worker died): their windows were judged by the gate alone. */
+  /** Inferences or echo estimations that failed: their windows were judged by the gate alone. */
   failed: number;
   /** Windows the echo estimator judged, and those it found to hold the bot's echo alone. */
   echoWindows: number;
@@ -405,7 +405,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
   /**
    * The echo estimator's verdict on the window: undefined without echo detection, for a window with no
    * reference (the bot quiet for longer than an echo lasts), and when the estimator could not run (a
-   * VAD worker died: the cautious rule then applies through `botAudible`).
+   * model failed: the cautious rule then applies through `botAudible`).
    */
   private async echoVerdict(w: Window): Promise<EchoVerdict | undefined> {
     if (!this.echo || !w.reference) return undefined;
@@ -418,7 +418,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     }
   }
 
-  /** Silero's probability for the window; undefined when it could not run (a VAD worker died). */
+  /** Silero's probability for the window; undefined when it could not run. */
   private async infer(w: Window): Promise<number | undefined> {
     this.counts.inferences++;
     try {

@@ -52,7 +52,7 @@ export interface VadWorkersOptions {
 /** What a push comes back with: the onset it completed, and the turns that ended in it. */
 export interface PushOutcome {
   onset: SpeechOnset | undefined;
-  turns: SpeechTurn[];
+  turns: readonly SpeechTurn[];
 }
 
 interface Pending {
@@ -87,6 +87,8 @@ interface Slot {
   readonly probes: Map<number, Probe>;
 }
 
+/** The turns of a push that ended none (nearly every push): one array for all of them. */
+const NO_TURNS: readonly SpeechTurn[] = Object.freeze([]);
 /** A worker that died while starting is replaced after this long (ms), not at once. */
 const RETRY_DEAD_START_MS = 1000;
 
@@ -388,7 +390,7 @@ export class VadWorkerPool implements DetectorSource {
         meta[r + 1] === 1
           ? { onsetMs: meta[r + 2]!, detectedMs: meta[r + 3]!, probability: meta[r + 4]! }
           : undefined;
-      pending.resolve({ onset, turns: turns.get(id) ?? [] });
+      pending.resolve({ onset, turns: turns.get(id) ?? NO_TURNS });
     }
   }
 
@@ -449,17 +451,11 @@ export class PooledDetector implements SpeechDetector {
     private readonly pool: VadWorkerPool,
     options: DetectorOptions,
   ) {
+    // The clock stays behind (the worker's own times its windows), and the hook is called from here.
+    const { now: _now, onTurnEnd, ...rest } = options;
     this.sampleRate = options.sampleRate;
-    this.onTurnEnd = options.onTurnEnd;
-    this.options = {
-      sampleRate: options.sampleRate,
-      minSpeechMs: options.minSpeechMs,
-      minSpeechWhileAudibleMs: options.minSpeechWhileAudibleMs,
-      echo: options.echo,
-      threshold: options.threshold,
-      endOfTurnMs: options.endOfTurnMs,
-      turns: options.onTurnEnd !== undefined,
-    };
+    this.onTurnEnd = onTurnEnd;
+    this.options = { ...rest, turns: onTurnEnd !== undefined };
     this.stream = pool.openStream();
   }
 

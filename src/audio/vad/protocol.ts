@@ -7,20 +7,13 @@
  * `Float64Array` and their audio in one `Int16Array`, both transferred, not cloned (a clone costs per
  * object, and there are thousands of pushes a second).
  */
-import type { SpeechTurn } from './detector.js';
-import type { VadSampleRate } from './silero.js';
+import type { DetectorOptions, SpeechTurn } from './detector.js';
 
-/** A hosted detector's options: those of `DetectorOptions` that can cross a thread. */
-export interface HostedDetectorOptions {
-  sampleRate: VadSampleRate;
-  minSpeechMs?: number | undefined;
-  minSpeechWhileAudibleMs?: number | undefined;
-  echo?: boolean | undefined;
-  threshold?: number | undefined;
-  endOfTurnMs?: number | undefined;
-  /** Whether the ends of the caller's turns are wanted (they come back with the results). */
-  turns: boolean;
-}
+/**
+ * A hosted detector's options: those of `DetectorOptions` that can cross a thread (not its functions),
+ * and whether the ends of the caller's turns are wanted (they come back with the results).
+ */
+export type HostedDetectorOptions = Omit<DetectorOptions, 'now' | 'onTurnEnd'> & { turns: boolean };
 
 /**
  * Each push's numbers in `PushBatch.meta`, in this order: its id, its stream, its inbound timestamp

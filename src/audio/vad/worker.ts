@@ -91,7 +91,10 @@ async function run(batch: PushBatch): Promise<void> {
     } catch (error) {
       out.errors.push({ id, error: errorText(error) });
     }
-    for (const turn of hosted.turns.splice(0)) out.turns.push({ id, turn });
+    if (hosted.turns.length > 0) {
+      for (const turn of hosted.turns) out.turns.push({ id, turn });
+      hosted.turns.length = 0;
+    }
   }
   for (const stream of batch.closes) {
     detectors.get(stream)?.detector.close();
