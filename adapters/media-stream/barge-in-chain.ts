@@ -9,7 +9,7 @@ import { MAX_ECHO_DELAY_MS } from '../../src/audio/vad/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { InterruptResult } from '../../src/speaker/speaker.js';
 import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
-import { EchoReference } from './echo-reference.js';
+import { EchoReference, type ReferenceSpan } from './echo-reference.js';
 
 /**
  * Caller audio waiting for the VAD before newer audio is skipped: a memory bound only (in audio, not in
@@ -106,12 +106,17 @@ export class BargeInChain {
     if (this.backlog + samples.length > (MAX_VAD_BACKLOG_MS * rate) / 1000) return false;
     this.backlog += samples.length;
     const botAudible = sink.playedMs() < sink.writtenMs();
-    const reference = this.referenceFor(samples.length, rate, atMs);
+    const span = this.referenceFor(samples.length, rate, atMs);
     // Handed over at once, not after the previous push resolved: the detector keeps its pushes in
     // order, and one in a VAD worker would otherwise cost the call a round trip per payload.
     let pushed: Promise<{ onsetMs: number } | undefined>;
     try {
-      pushed = detector.push(samples, { timestampMs: atMs, botAudible, reference });
+      pushed = detector.push(samples, {
+        timestampMs: atMs,
+        botAudible,
+        reference: span?.samples,
+        referenceMoved: span?.moved,
+      });
     } catch (error) {
       pushed = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
@@ -140,7 +145,7 @@ export class BargeInChain {
    * The bot's played audio for this chunk of the caller's, read now (the ring only holds seconds) at
    * the detector's rate; none while the bot has been quiet for longer than an echo lasts.
    */
-  private referenceFor(n: number, rate: number, atMs: number): Int16Array | undefined {
+  private referenceFor(n: number, rate: number, atMs: number): ReferenceSpan | undefined {
     const reference = this.reference;
     if (!reference) return undefined;
     const durationMs = (n / rate) * 1000;

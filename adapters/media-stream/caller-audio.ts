@@ -21,6 +21,8 @@ export interface OnsetDetector {
        * `samples.length` × sampleRate ÷ the inbound rate samples; absent while the bot is quiet.
        */
       reference?: Int16Array | undefined;
+      /** How far the reference moved within the span (samples at `sampleRate`; `EchoReference.read`). */
+      referenceMoved?: number | undefined;
     },
   ): Promise<{ onsetMs: number } | undefined>;
   reset(): void;

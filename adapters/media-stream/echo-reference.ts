@@ -6,7 +6,11 @@
  * two seconds, so that network and event-loop delays, which only ever make audio later, drop out.
  *
  * What the detector gets for a chunk of the caller's audio is the reference for the same span,
- * `REFERENCE_ADVANCE_MS` ahead (the echo estimator searches lags from there on).
+ * `REFERENCE_ADVANCE_MS` ahead (the echo estimator searches lags from there on), and how far the
+ * reference moved in that span while the bot talked: a frame placed afresh by the playout clock (a
+ * returned mark showed that the far end plays later than we thought: its buffer ran dry) or the
+ * caller's audio re-timed. The echo estimator moves its delay with it rather than taking the echo,
+ * suddenly off the delay, for the caller.
  */
 import { Resampler } from '../../src/audio/resampler.js';
 import type { WireFormat } from '../../src/audio/framer.js';
@@ -36,6 +40,14 @@ const RESYNC_MS = 80;
  * clock (drift between the gateway's clock and ours builds up slowly, a step every few seconds at most).
  */
 const STEP_MS = 2;
+/** Seams kept for the reader (a few a second at most while it reads). */
+const MAX_SEAMS = 64;
+
+/** A read of the reference: its samples, and how far it moved (see `EchoReference.read`). */
+export interface ReferenceSpan {
+  samples: Int16Array;
+  moved: number;
+}
 
 export class EchoReference {
   private readonly ring: Int16Array;
@@ -52,6 +64,12 @@ export class EchoReference {
   private writeIndex: number | undefined;
   private readIndex: number | undefined;
   private readonly stepSamples: number;
+  /**
+   * Where a frame was placed afresh while audio written before it had not been read yet (ring index
+   * of the seam), and by how much later than straight after it (samples): the reader reports each as
+   * it passes.
+   */
+  private readonly seams: Array<{ at: number; samples: number }> = [];
 
   constructor(
     private readonly outbound: WireFormat,
@@ -79,6 +97,12 @@ export class EchoReference {
     this.nextPlayAtMs = playAtMs + durationMs;
     if (this.resampler) samples = this.resampler.push(samples);
     let index = this.follow(this.writeIndex, Math.round(playAtMs * this.samplesPerMs));
+    const whole = this.writeIndex;
+    if (whole !== undefined && index !== whole && this.readIndex !== undefined && whole > this.readIndex) {
+      // Bounded: a caller whose audio stopped coming reads nothing while the bot goes on.
+      if (this.seams.length >= MAX_SEAMS) this.seams.shift();
+      this.seams.push({ at: Math.min(whole, index), samples: index - whole });
+    }
     // Silence between the end of what was written and this frame (the bot was quiet).
     const from = Math.round(this.writtenToMs * this.samplesPerMs);
     if (Number.isFinite(from) && from < index) this.zero(from, Math.min(index, from + this.ring.length));
@@ -95,6 +119,7 @@ export class EchoReference {
     this.writtenToMs = Math.min(this.writtenToMs, atMs);
     this.nextPlayAtMs = undefined;
     this.writeIndex = undefined;
+    this.seams.length = 0;
     this.resampler?.reset();
   }
 
@@ -113,13 +138,21 @@ export class EchoReference {
     return endMs - durationMs + this.offsetMs;
   }
 
-  /** `n` samples of the bot's audio from wall time `fromMs` + the reference advance (silence where none). */
-  read(fromMs: number, n: number): Int16Array {
+  /**
+   * `n` samples of the bot's audio from wall time `fromMs` + the reference advance (silence where
+   * none), and how many samples later the bot's echo comes against them than against the last read's
+   * (`moved`: a frame placed afresh within them, or the read itself stepped).
+   */
+  read(fromMs: number, n: number): ReferenceSpan {
     const out = new Int16Array(n);
     const start = this.follow(
       this.readIndex,
       Math.round((fromMs + REFERENCE_ADVANCE_MS) * this.samplesPerMs),
     );
+    // Reading further on than straight after the last read: the echo comes that much later against it.
+    let moved = this.readIndex === undefined ? 0 : start - this.readIndex;
+    // A frame placed later than straight after the one before: the echo of what follows comes sooner.
+    while (this.seams.length > 0 && this.seams[0]!.at < start + n) moved -= this.seams.shift()!.samples;
     this.readIndex = start + n;
     const written = Math.round(this.writtenToMs * this.samplesPerMs);
     const oldest = written - this.ring.length;
@@ -128,7 +161,7 @@ export class EchoReference {
       if (at >= written || at < oldest || at < 0) continue;
       out[i] = this.ring[at % this.ring.length]!;
     }
-    return out;
+    return { samples: out, moved };
   }
 
   /** Whether the bot's audio played (or plays) later than `spanMs` before wall time `atMs` + the advance. */

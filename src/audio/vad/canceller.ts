@@ -74,7 +74,11 @@ export class EchoCanceller {
    * `hop`: samples per call of `process`; `maxLag`: the longest lag (samples) the filter is ever aimed
    * at, from the reference sample to the inbound one.
    */
-  constructor(sampleRate: number, hop: number, maxLag: number) {
+  constructor(
+    sampleRate: number,
+    hop: number,
+    private readonly maxLag: number,
+  ) {
     this.sampleRate = sampleRate;
     this.hop = hop;
     this.lockedTaps = Math.round((sampleRate * TAPS_MS) / 1000);
@@ -114,6 +118,18 @@ export class EchoCanceller {
     this.healthCalls = 0;
     this.pathLost = false;
     this.mode = 'acquiring';
+  }
+
+  /**
+   * The echo now comes `samples` later against the reference (negative: sooner) than before: the
+   * reference was placed afresh while the bot talked (echo-reference.ts). The filter keeps its taps at
+   * the path's new lag, as long as that stays in the history.
+   */
+  move(samples: number): void {
+    if (this.mode === 'off') return;
+    const lag = this.lag + samples;
+    if (lag < 0 || lag > this.maxLag) this.stop();
+    else this.lag = lag;
   }
 
   /** Stop cancelling (the residual is the inbound audio) until aimed again. */

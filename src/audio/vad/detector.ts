@@ -71,6 +71,11 @@ export interface PushInfo {
    */
   reference?: Int16Array | undefined;
   /**
+   * The reference was placed afresh within this chunk while the bot talked (samples at the detector's
+   * rate, `EchoReference.read`): the bot's echo comes that much later against it from there on.
+   */
+  referenceMoved?: number | undefined;
+  /**
    * How long the chunk waited before it reached the detector (ms): a VAD worker's queue. It counts as
    * lag (`MAX_LAG_MS`): a detector that gets its audio that late skips Silero until it gets it sooner.
    */
@@ -152,6 +157,8 @@ interface Window {
   startMs: number;
   /** The reference for the window, when the bot played within an echo's reach. */
   reference: Int16Array | undefined;
+  /** How far the reference moved within the window (samples). */
+  moved: number;
   /**
    * The echo estimator's verdict, asked for as soon as the window is whole: every window's estimation
    * is under way at once (in order, on the call's worker), not one round trip after another.
@@ -170,6 +177,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
   /** The reference of the samples in `partial`, and whether any of them had one. */
   private readonly partialReference: Int16Array;
   private partialHasReference = false;
+  /** How far the reference moved within the samples in `partial`. */
+  private partialMoved = 0;
   private readonly gate = new EnergyGate();
   private readonly tones: DtmfToneDetector;
   /** A click's longest burst, in samples. */
@@ -252,6 +261,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     const reference = this.echo ? info.reference : undefined;
     if (reference && reference.length !== samples.length)
       throw new RangeError('the reference must be as long as the samples');
+    if (reference && info.referenceMoved) this.partialMoved += info.referenceMoved;
     while (offset < samples.length) {
       const take = Math.min(this.windowSamples - this.partialLength, samples.length - offset);
       this.partial.set(samples.subarray(offset, offset + take), this.partialLength);
@@ -266,8 +276,10 @@ export class SpeechOnsetDetector implements SpeechDetector {
           samples: this.partial.slice(),
           startMs: this.partialStartMs,
           reference: this.partialHasReference ? this.partialReference.slice() : undefined,
+          moved: this.partialMoved,
           waitedMs: info.waitedMs ?? 0,
         };
+        this.partialMoved = 0;
         window.verdict = this.echoVerdict(window);
         windows.push(window);
         this.partialHasReference = false;
@@ -289,6 +301,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.queued = 0;
     this.partialLength = 0;
     this.partialHasReference = false;
+    this.partialMoved = 0;
     this.echo?.reset();
     this.nextMs = 0;
     this.lagMs = 0;
@@ -411,7 +424,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     if (!this.echo || !w.reference) return undefined;
     this.counts.echoWindows++;
     try {
-      return await this.echo.process(w.samples, w.reference);
+      return await this.echo.process(w.samples, w.reference, w.moved);
     } catch {
       this.counts.failed++;
       return undefined;

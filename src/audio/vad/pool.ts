@@ -298,6 +298,7 @@ export class VadWorkerPool implements DetectorSource {
         meta[m + 3] = p.info.botAudible ? 1 : 0;
         meta[m + 4] = p.samples.length;
         meta[m + 5] = p.info.reference?.length ?? 0;
+        meta[m + 6] = p.info.referenceMoved ?? 0;
         audio.set(p.samples, offset);
         offset += p.samples.length;
         if (p.info.reference) {

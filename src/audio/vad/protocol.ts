@@ -18,9 +18,10 @@ export type HostedDetectorOptions = Omit<DetectorOptions, 'now' | 'onTurnEnd'> &
 /**
  * Each push's numbers in `PushBatch.meta`, in this order: its id, its stream, its inbound timestamp
  * (NaN: none), whether the bot was audible (0 or 1), its samples' length, its reference's length (0:
- * none). Its samples then its reference follow the previous push's in `audio`.
+ * none), how far its reference moved (samples, `PushInfo.referenceMoved`). Its samples then its
+ * reference follow the previous push's in `audio`.
  */
-export const PUSH_FIELDS = 6;
+export const PUSH_FIELDS = 7;
 
 export interface PushBatch {
   type: 'batch';

@@ -46,14 +46,16 @@ export function sileroModelPath(): string {
  */
 export interface EchoRunner {
   /**
-   * One window of `stream`'s inbound audio and the bot's reference for the same span. The arrays are
-   * handed over: the caller must not change them afterwards.
+   * One window of `stream`'s inbound audio and the bot's reference for the same span, which moved by
+   * `moved` samples within it (`EchoEstimator.process`). The arrays are handed over: the caller must
+   * not change them afterwards.
    */
   echo(
     stream: number,
     inbound: Int16Array,
     reference: Int16Array,
     sampleRate: VadSampleRate,
+    moved: number,
   ): Promise<EchoVerdict>;
   /** Frees `stream`'s estimator once the windows already given have been run; none follow. */
   closeEcho(stream: number): void;
@@ -146,6 +148,7 @@ export class SileroSession implements SileroRunner {
     inbound: Int16Array,
     reference: Int16Array,
     sampleRate: VadSampleRate,
+    moved: number,
   ): Promise<EchoVerdict> {
     try {
       let estimator = this.estimators.get(stream);
@@ -153,7 +156,7 @@ export class SileroSession implements SileroRunner {
         estimator = new EchoEstimator(sampleRate);
         this.estimators.set(stream, estimator);
       }
-      return Promise.resolve(estimator.process(inbound, reference));
+      return Promise.resolve(estimator.process(inbound, reference, moved));
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
@@ -286,14 +289,15 @@ export class EchoStream {
 
   /**
    * The verdict on one window of the caller's audio, given the bot's reference for the same span
-   * (equal lengths; see echo.ts for how the reference is aligned). Windows are estimated in the order
-   * given; the arrays are handed over (not to be changed afterwards).
+   * (equal lengths; see echo.ts for how the reference is aligned), and how far the reference moved
+   * within it (samples, `EchoEstimator.process`). Windows are estimated in the order given; the arrays
+   * are handed over (not to be changed afterwards).
    */
-  process(inbound: Int16Array, reference: Int16Array): Promise<EchoVerdict> {
+  process(inbound: Int16Array, reference: Int16Array, moved = 0): Promise<EchoVerdict> {
     if (this.closed) return Promise.reject(new Error('echo stream closed'));
     if (inbound.length !== reference.length)
       return Promise.reject(new RangeError('inbound and reference lengths differ'));
-    return this.runner.echo(this.id, inbound, reference, this.sampleRate);
+    return this.runner.echo(this.id, inbound, reference, this.sampleRate, moved);
   }
 
   /**

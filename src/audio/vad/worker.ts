@@ -80,6 +80,7 @@ async function run(batch: PushBatch): Promise<void> {
         ...(Number.isNaN(timestampMs) ? {} : { timestampMs }),
         botAudible: meta[m + 3] === 1,
         reference,
+        referenceMoved: meta[m + 6]!,
         waitedMs,
       });
       if (onset) {

@@ -129,4 +129,36 @@ describe('echo canceller', () => {
     const left = residual.map((r, i) => r - pop(i));
     expect(powerDb(echo, from, to) - powerDb(left, from, to)).toBeGreaterThan(9);
   });
+
+  it('moved with the reference (a frame placed afresh, the echo now sooner against it), keeps the echo out at once', () => {
+    const content = reference(RATE * 4, 12);
+    const delay = 18 * HOP + 9;
+    const { inbound, echo } = line(content, delay);
+    // The reference as placed: from 2.5 s on, 37 samples later than straight after what came before.
+    const seam = Math.round(2.5 * RATE);
+    const shift = 37;
+    const placed = new Int16Array(content.length);
+    placed.set(content.subarray(0, seam));
+    placed.set(content.subarray(seam, content.length - shift), seam + shift);
+    // The echo of what follows the seam comes `shift` sooner against the reference once it reaches
+    // the path's lag.
+    const switchAt = seam + delay;
+    const erleAfter = (move: boolean): number => {
+      const canceller = new EchoCanceller(RATE, HOP, 100 * HOP);
+      canceller.aim(18 * HOP);
+      const residual = new Float64Array(inbound.length);
+      const hop = new Float64Array(HOP);
+      for (let offset = 0; offset + HOP <= inbound.length; offset += HOP) {
+        if (move && offset <= switchAt && switchAt < offset + HOP) canceller.move(-shift);
+        canceller.process(inbound, placed, offset, HOP, hop, true);
+        residual.set(hop, offset);
+      }
+      const from = switchAt + HOP;
+      const to = switchAt + Math.round(0.3 * RATE);
+      return powerDb(echo, from, to) - powerDb(residual, from, to);
+    };
+    expect(erleAfter(true)).toBeGreaterThan(20);
+    // Not moved, it cancels little until it has adapted its way there.
+    expect(erleAfter(false)).toBeLessThan(10);
+  });
 });

@@ -158,15 +158,16 @@ describe('echo estimator', () => {
 
   it('a path that never showed over the line (under −45 dB) moving is judged as a first path, not cautiously', () => {
     // A chance match of the caller's speech with the bot's on a line without echo looks like this: a
-    // delay whose echo settles far under the line, then another delay.
+    // delay whose echo settles far under the line, then another delay. (Sooner: a path that moves later
+    // by less than a quarter second is looked for as after a gap in the far end's playout.)
     const cautiousAfterMove = (erlDb: number): number => {
       const estimator = new EchoEstimator(RATE);
-      const line = { delayMs: 60, erlDb, change: { atSeconds: 20, path: { delayMs: 250, erlDb } } };
+      const line = { delayMs: 250, erlDb, change: { atSeconds: 20, path: { delayMs: 60, erlDb } } };
       let found = 0;
       let cautious = 0;
       for (const [inbound, reference, at] of windows(line, 40)) {
         const v = estimator.process(inbound, reference);
-        if (at > 15 && at < 20 && v.converged && v.delayMs !== undefined && Math.abs(v.delayMs - 60) <= 16)
+        if (at > 15 && at < 20 && v.converged && v.delayMs !== undefined && Math.abs(v.delayMs - 250) <= 16)
           found++;
         if (at >= 20 && v.cautious) cautious++;
       }
@@ -427,6 +428,59 @@ describe('echo-aware barge-in detector', () => {
       if (found.some((d) => d >= 300)) cut.push(i);
     }
     expect(cut).toEqual([]);
+  }, 60_000);
+
+  /**
+   * The echo alone, through a far end whose playout has gaps: from each gap on, the bot plays (and
+   * echoes) that much later than the reference says, until the reference is placed afresh where it
+   * plays (a returned mark shows it) 1.5 s later, and the read that passes that point says so.
+   */
+  async function throughGaps(line: Line, seconds: number, gaps: Array<{ atSeconds: number; ms: number }>) {
+    const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: true });
+    const echo = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
+    const found: number[] = [];
+    const heardShift = (t: number): number =>
+      gaps.filter((g) => g.atSeconds * RATE <= t).reduce((sum, g) => sum + (g.ms * RATE) / 1000, 0);
+    const referenceShift = (t: number): number => heardShift(t - 1.5 * RATE);
+    for (let t = 0; t + CHUNK + ADVANCE <= Math.min(bot.length, seconds * RATE); t += CHUNK) {
+      // What the caller hears: the bot as far behind as the gaps so far, silence within a gap.
+      const played = new Int16Array(CHUNK);
+      for (let i = 0; i < CHUNK; i++) {
+        const inGap = gaps.some(
+          (g) => t + i >= g.atSeconds * RATE && t + i < (g.atSeconds + g.ms / 1000) * RATE,
+        );
+        const from = t + i - heardShift(t + i);
+        played[i] = inGap || from < 0 ? 0 : bot[from]!;
+      }
+      const inbound = echo.next(played, CHUNK);
+      const shift = referenceShift(t);
+      const from = t + ADVANCE - shift;
+      const onset = await detector.push(inbound, {
+        timestampMs: (t / RATE) * 1000,
+        botAudible: true,
+        reference: bot.slice(from, from + CHUNK),
+        referenceMoved: shift - referenceShift(t - CHUNK) === 0 ? 0 : -(shift - referenceShift(t - CHUNK)),
+      });
+      if (onset) found.push(onset.detectedMs);
+    }
+    return found;
+  }
+
+  it('gaps in the far end’s playout (the echo comes later, then the reference catches up) never barge in', async () => {
+    const gaps = [
+      { atSeconds: 12, ms: 60 },
+      { atSeconds: 20, ms: 120 },
+      { atSeconds: 28, ms: 180 },
+      { atSeconds: 36, ms: 100 },
+    ];
+    for (const line of [
+      { delayMs: 104, erlDb: 17 },
+      { delayMs: 300, erlDb: 6, noiseDbfs: -45 },
+      { delayMs: 40, erlDb: 6, noiseDbfs: -40 },
+    ]) {
+      const found = await throughGaps(line, 45, gaps);
+      expect({ line, found: found.filter((d) => d >= 2500) }).toEqual({ line, found: [] });
+    }
   }, 60_000);
 
   it('an echo path that changes mid-call costs at most one barge-in at the change, then none', async () => {

@@ -78,7 +78,9 @@ function quietLine(samples: Int16Array, fromMs = 0): Chunk[] {
 
 /**
  * A line that echoes the bot (the bot's speech over and over, with pauses), the caller saying their
- * utterance over it at `callerAtS`: 20 ms pushes, each with the bot's reference for its span.
+ * utterance over it at `callerAtS`: 20 ms pushes, each with the bot's reference for its span. With a
+ * `gap`, the far end's playout stops for its `ms` at `atS` (the bot plays that much later from then
+ * on), and the reference is placed afresh where it plays at `placedAtS`, the push saying so.
  */
 function echoLine(options: {
   seconds: number;
@@ -86,6 +88,7 @@ function echoLine(options: {
   erlDb: number;
   callerAtS: number;
   seed: number;
+  gap?: { atS: number; ms: number; placedAtS: number };
 }): Chunk[] {
   const n = options.seconds * RATE;
   const played = new Int16Array(n + ADVANCE);
@@ -101,16 +104,26 @@ function echoLine(options: {
     noiseDbfs: -50,
     seed: options.seed,
   });
+  const { gap } = options;
+  const gapAt = gap ? gap.atS * RATE : n;
+  const gapSamples = gap ? (gap.ms * RATE) / 1000 : 0;
+  const heard = new Int16Array(n);
+  for (let i = 0; i < n; i++)
+    heard[i] = i < gapAt ? played[i]! : i < gapAt + gapSamples ? 0 : played[i - gapSamples]!;
+  const placedAt = gap ? gap.placedAtS * RATE : n;
   const chunks: Chunk[] = [];
-  for (let o = 0; o + CHUNK <= n; o += CHUNK)
+  for (let o = 0; o + CHUNK <= n; o += CHUNK) {
+    const from = o + ADVANCE - (o >= placedAt ? gapSamples : 0);
     chunks.push({
-      samples: line.next(played.subarray(o, o + CHUNK), CHUNK, voice.subarray(o, o + CHUNK)),
+      samples: line.next(heard.subarray(o, o + CHUNK), CHUNK, voice.subarray(o, o + CHUNK)),
       info: {
         timestampMs: o / 8,
         botAudible: true,
-        reference: played.slice(o + ADVANCE, o + ADVANCE + CHUNK),
+        reference: played.slice(from, from + CHUNK),
+        referenceMoved: o === placedAt ? -gapSamples : 0,
       },
     });
+  }
   return chunks;
 }
 
@@ -168,6 +181,25 @@ describe('detectors in worker threads', () => {
     } finally {
       detector.close();
     }
+  });
+
+  it("follow the reference where it is placed afresh, as in this thread (a gap in the far end's playout)", async () => {
+    const line = { seconds: 14, delayMs: 120, erlDb: 10, callerAtS: 11, seed: 4 };
+    const chunks = echoLine({ ...line, gap: { atS: 5, ms: 150, placedAtS: 6.5 } });
+    const options: DetectorOptions = { sampleRate: RATE, echo: true };
+    const here = await onsets(inThread(options), chunks, 'awaited');
+    // The caller alone is heard: neither the gap nor the reference catching up cut the bot.
+    expect(here).toHaveLength(1);
+    expect(here[0]!.onsetMs).toBeGreaterThan(line.callerAtS * 1000 - 100);
+    const detector = pool.detector(options);
+    try {
+      expect(await onsets(detector, chunks, 'at once')).toEqual(here);
+    } finally {
+      detector.close();
+    }
+    // Told nothing of the move, the detector takes the echo, suddenly sooner, for the caller.
+    const untold = chunks.map((c) => ({ ...c, info: { ...c.info, referenceMoved: 0 } }));
+    expect((await onsets(inThread(options), untold, 'awaited')).length).toBeGreaterThan(1);
   });
 
   it('bring back the ends of turns', async () => {

@@ -1,6 +1,8 @@
 /**
  * The echo reference keeps the bot's audio whole, sample after sample, while its clocks jitter by
- * fractions of a millisecond: the echo canceller needs the path to hold still to the sample.
+ * fractions of a millisecond: the echo canceller needs the path to hold still to the sample. When the
+ * playout clock places the bot's audio afresh while it talks, the read that passes that point says by
+ * how much the echo moved against the reference.
  */
 import { describe, expect, it } from 'vitest';
 import { seeded } from '../../../testkit/random.js';
@@ -41,7 +43,7 @@ describe('echo reference', () => {
       const endMs = (c + 1) * 20;
       clock.ms = 1000 + endMs + 40 + jitter();
       const from = reference.arrived(endMs, 20);
-      read.push(...reference.read(from, FRAME));
+      read.push(...reference.read(from, FRAME).samples);
     }
     // Once the bot plays, every sample follows the one before: none skipped, none repeated.
     const start = read.findIndex((v) => v !== 0);
@@ -66,7 +68,45 @@ describe('echo reference', () => {
     const at = 1000 + 240 * 20 + 10;
     clock.ms = at - REFERENCE_ADVANCE_MS + 20;
     const from = reference.arrived(at - 1000 - REFERENCE_ADVANCE_MS + 20, 20);
-    const read = reference.read(from, FRAME);
+    const read = reference.read(from, FRAME).samples;
     expect(Math.abs(read[0]! - ((240 * FRAME) % 30_000))).toBeLessThanOrEqual(16);
+  });
+
+  it('says by how much the echo moved when a frame is placed afresh while the bot talks, and not at a new reply', () => {
+    const clock = fakeClock();
+    const reference = new EchoReference({ encoding: 's16le', sampleRate: RATE, channels: 1 }, RATE, clock);
+    const reads: Array<{ from: number; moved: number; first: number }> = [];
+    let chunk = 0;
+    const readUntil = (wallMs: number): void => {
+      for (; 1000 + (chunk + 1) * 20 + 40 <= wallMs; chunk++) {
+        const endMs = (chunk + 1) * 20;
+        clock.ms = 1000 + endMs + 40;
+        const from = reference.arrived(endMs, 20);
+        const { samples, moved } = reference.read(from, FRAME);
+        reads.push({ from, moved, first: samples[0]! });
+      }
+    };
+    // The bot talks; 200 ms ahead of the caller's audio, as the phone sink writes. From frame 100 on, the
+    // playout clock says it plays 100 ms later (a returned mark showed the far end's buffer ran dry).
+    for (let f = 0; f < 200; f++) {
+      readUntil(1000 + f * 20 - 200);
+      reference.onFrame(rampFrame(f * FRAME), 1000 + f * 20 + (f >= 100 ? 100 : 0));
+    }
+    readUntil(1000 + 200 * 20 + 100);
+    const moves = reads.filter((r) => r.moved !== 0);
+    // One move, where frame 100 is read: the echo of what follows comes 100 ms sooner against it.
+    expect(moves.map((r) => r.moved)).toEqual([-800]);
+    const at = moves[0]!.from + REFERENCE_ADVANCE_MS;
+    expect(at).toBeGreaterThan(1000 + 100 * 20 - 20);
+    expect(at).toBeLessThanOrEqual(1000 + 100 * 20);
+    // A new reply after the bot was quiet is placed where it plays, which is no move of the echo.
+    for (let f = 0; f < 50; f++) {
+      readUntil(7000 + f * 20 - 200);
+      reference.onFrame(rampFrame(f * FRAME), 7000 + f * 20);
+    }
+    readUntil(8000);
+    expect(reads.filter((r) => r.moved !== 0).map((r) => r.moved)).toEqual([-800]);
+    // And it was read: the new reply's audio is there.
+    expect(reads.some((r) => r.from > 7000 && r.first !== 0)).toBe(true);
   });
 });
