@@ -97,8 +97,12 @@ export class EchoReference {
     this.nextPlayAtMs = playAtMs + durationMs;
     if (this.resampler) samples = this.resampler.push(samples);
     let index = this.follow(this.writeIndex, Math.round(playAtMs * this.samplesPerMs));
+    // Placed afresh while what came before it was still to play: the playout clock was corrected (a
+    // returned mark showed the far end plays later), and the echo moves against the reference. After
+    // the sink ran dry, the far end heard the same gap: nothing moves.
     const whole = this.writeIndex;
-    if (whole !== undefined && index !== whole && this.readIndex !== undefined && whole > this.readIndex) {
+    const queued = whole !== undefined && whole > this.clock.now() * this.samplesPerMs;
+    if (queued && index !== whole && this.readIndex !== undefined && whole > this.readIndex) {
       // Bounded: a caller whose audio stopped coming reads nothing while the bot goes on.
       if (this.seams.length >= MAX_SEAMS) this.seams.shift();
       this.seams.push({ at: Math.min(whole, index), samples: index - whole });

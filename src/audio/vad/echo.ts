@@ -937,7 +937,7 @@ export class EchoEstimator {
         if (this.inBands[b]! < noise * GAP_MISSING) missing++;
       }
     // A run goes on until the echo shows again: a cell that tells nothing (the bot quiet at the delay,
-    // or too soft to show) is still part of the gap, whose length is how much later the echo comes.
+    // or too soft to show) is still part of the gap.
     const gap = missing >= 3 && missing * 4 >= shows * 3;
     const shown = shows >= 3 && !gap;
     this.missingNow = gap;

@@ -92,7 +92,17 @@ describe('echo reference', () => {
       readUntil(1000 + f * 20 - 200);
       reference.onFrame(rampFrame(f * FRAME), 1000 + f * 20 + (f >= 100 ? 100 : 0));
     }
-    readUntil(1000 + 200 * 20 + 100);
+    readUntil(5000);
+    // Then a stall: no frames (the sink runs dry: the far end hears that gap too) and no caller's audio
+    // read for a while. The bot goes on from where it plays now, written before the caller's audio held
+    // up meanwhile is read, which is no move of the echo either.
+    clock.ms = 5400;
+    for (let f = 0; f < 10; f++) reference.onFrame(rampFrame(f * FRAME), 5400 + f * 20);
+    for (let f = 10; f < 50; f++) {
+      readUntil(5400 + f * 20 - 200);
+      reference.onFrame(rampFrame(f * FRAME), 5400 + f * 20);
+    }
+    readUntil(6400);
     const moves = reads.filter((r) => r.moved !== 0);
     // One move, where frame 100 is read: the echo of what follows comes 100 ms sooner against it.
     expect(moves.map((r) => r.moved)).toEqual([-800]);
