@@ -905,7 +905,11 @@ export class EchoEstimator {
     if (best !== at && mean(best) < REALIGN_MAX_DISTANCE && mean(at) - mean(best) > REALIGN_QUALITY) {
       this.delayCells = lo + best;
       this.shiftLags(best - at);
-      this.reaim = true;
+      // The whole path moved (a gap, the reference moved): the canceller keeps its taps there, to a
+      // cell; its health check aims it afresh if that was not close enough. A reply placed afresh may
+      // be off by any part of a cell: aimed anew.
+      if (this.lost) this.canceller.move((best - at) * this.analyser.hopSamples);
+      else this.reaim = true;
     } else if (this.lost && this.startCells > 0 && !(best === at && mean(at) < REALIGN_MAX_DISTANCE)) {
       // The echo left the delay and is not found back there yet: another round, on the cells from now
       // on, while the search lasts.
