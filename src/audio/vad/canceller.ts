@@ -173,11 +173,13 @@ export class EchoCanceller {
     for (let j = 0; j < taps; j++) norm += span[j]! * span[j]!;
     const delta = taps * REGULARISATION;
     const checked = adapt && this.mode === 'locked';
+    // Tap k sees span[i + taps − 1 − k] at sample i: the newest reference sample at tap 0. Each pass
+    // over the taps updates them for sample i and filters sample i + 1 with the updated ones at once
+    // (the same sums in the same order as two passes: half the loads of the weights).
+    let y = 0;
+    for (let k = 0; k < taps; k++) y += weights[k]! * span[taps - 1 - k]!;
     for (let i = 0; i < n; i++) {
-      // Tap k sees span[i + taps − 1 − k]: the newest reference sample at tap 0.
       const newest = i + taps - 1;
-      let y = 0;
-      for (let k = 0; k < taps; k++) y += weights[k]! * span[newest - k]!;
       const x = inbound[offset + i]!;
       const e = x - y;
       residual[i] = e;
@@ -185,6 +187,7 @@ export class EchoCanceller {
         this.healthIn += x * x;
         this.healthRes += e * e;
       }
+      const more = i + 1 < n;
       if (adapt) {
         let u = e;
         if (this.mode === 'locked') {
@@ -196,10 +199,20 @@ export class EchoCanceller {
           );
         }
         const g = (this.step * u) / (norm + delta);
-        for (let k = 0; k < taps; k++) weights[k] = weights[k]! + g * span[newest - k]!;
+        if (more) {
+          y = 0;
+          for (let k = 0; k < taps; k++) {
+            const w = weights[k]! + g * span[newest - k]!;
+            weights[k] = w;
+            y += w * span[newest + 1 - k]!;
+          }
+        } else for (let k = 0; k < taps; k++) weights[k] = weights[k]! + g * span[newest - k]!;
+      } else if (more) {
+        y = 0;
+        for (let k = 0; k < taps; k++) y += weights[k]! * span[newest + 1 - k]!;
       }
       // Slide the window's power by one sample.
-      if (i + 1 < n) {
+      if (more) {
         const enter = span[newest + 1]!;
         const leave = span[i]!;
         norm = Math.max(0, norm + enter * enter - leave * leave);
