@@ -168,7 +168,14 @@ export class EchoCanceller {
     const first = this.written - n;
     const from = first - lag - taps + 1;
     const length = taps - 1 + n;
-    for (let j = 0; j < length; j++) span[j] = from + j >= 0 ? ring[(from + j) & mask]! : 0;
+    // A span of digital silence (the bot paused) predicts no echo and moves no tap: the tap loops are
+    // skipped, with the same result.
+    let sounding = false;
+    for (let j = 0; j < length; j++) {
+      const v = from + j >= 0 ? ring[(from + j) & mask]! : 0;
+      span[j] = v;
+      if (v !== 0) sounding = true;
+    }
     let norm = 0;
     for (let j = 0; j < taps; j++) norm += span[j]! * span[j]!;
     const delta = taps * REGULARISATION;
@@ -177,7 +184,7 @@ export class EchoCanceller {
     // over the taps updates them for sample i and filters sample i + 1 with the updated ones at once
     // (the same sums in the same order as two passes: half the loads of the weights).
     let y = 0;
-    for (let k = 0; k < taps; k++) y += weights[k]! * span[taps - 1 - k]!;
+    if (sounding) for (let k = 0; k < taps; k++) y += weights[k]! * span[taps - 1 - k]!;
     for (let i = 0; i < n; i++) {
       const newest = i + taps - 1;
       const x = inbound[offset + i]!;
@@ -199,15 +206,15 @@ export class EchoCanceller {
           );
         }
         const g = (this.step * u) / (norm + delta);
-        if (more) {
+        if (sounding && more) {
           y = 0;
           for (let k = 0; k < taps; k++) {
             const w = weights[k]! + g * span[newest - k]!;
             weights[k] = w;
             y += w * span[newest + 1 - k]!;
           }
-        } else for (let k = 0; k < taps; k++) weights[k] = weights[k]! + g * span[newest - k]!;
-      } else if (more) {
+        } else if (sounding) for (let k = 0; k < taps; k++) weights[k] = weights[k]! + g * span[newest - k]!;
+      } else if (more && sounding) {
         y = 0;
         for (let k = 0; k < taps; k++) y += weights[k]! * span[newest + 1 - k]!;
       }
