@@ -112,6 +112,28 @@ describe('echo canceller', () => {
     expect(frozen.state).toBe('acquiring');
   });
 
+  it('through a pause of the bot (digital silence), passes the caller’s audio exactly and keeps the path', () => {
+    const ref = reference(RATE * 4, 13);
+    ref.fill(0, 2 * RATE, Math.round(2.5 * RATE));
+    const delay = 10 * HOP + 3;
+    const voice = seeded(14);
+    // The caller speaks through the pause, as loud as the echo.
+    const caller = (i: number): number =>
+      i >= 2 * RATE + delay && i < 2.5 * RATE + delay ? (voice() * 2 - 1) * 3000 : 0;
+    const { inbound, echo } = line(ref, delay, caller);
+    const canceller = new EchoCanceller(RATE, HOP, 100 * HOP);
+    canceller.aim(10 * HOP);
+    // Adapting throughout, as the estimator lets it on a silent reference only before it notices.
+    const residual = run(canceller, inbound, ref, () => true);
+    // Where the filter's whole span is silent, nothing is predicted: the residual is the audio itself.
+    const from = 2 * RATE + delay + 2 * HOP;
+    const to = Math.round(2.5 * RATE) + delay - HOP;
+    expect(Array.from(residual.subarray(from, to))).toEqual(Array.from(inbound.subarray(from, to)));
+    // After it, the echo is taken out as before the pause.
+    const after = Math.round(2.5 * RATE) + delay;
+    expect(powerDb(echo, after, after + RATE) - powerDb(residual, after, after + RATE)).toBeGreaterThan(25);
+  });
+
   it('a pop on the line while it adapts (the double-talk check sees it a cell late) does not throw it off the path', () => {
     const ref = reference(RATE * 4, 11);
     const delay = 12 * HOP + 5;
