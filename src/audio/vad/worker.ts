@@ -52,11 +52,15 @@ async function run(batch: PushBatch): Promise<void> {
   const waitedMs = Math.max(0, performance.timeOrigin + performance.now() - batch.sentAt);
   const { meta, audio } = batch;
   const count = meta.length / PUSH_FIELDS;
-  const out: PushResults = {
-    type: 'results',
-    meta: new Float64Array(count * RESULT_FIELDS),
-    turns: [],
-    errors: [],
+  // Results go back in the order of the pushes, and at once up to a push that found an onset: the
+  // call's barge-in does not wait for the rest of the batch (other calls' windows, Silero's included).
+  let first = 0;
+  let out = results(count);
+  const flush = (end: number): void => {
+    const done = out.meta.subarray(0, (end - first) * RESULT_FIELDS).slice();
+    post({ ...out, meta: done }, [done.buffer]);
+    first = end;
+    out = results(count - end);
   };
   let offset = 0;
   for (let i = 0; i < count; i++) {
@@ -68,7 +72,7 @@ async function run(batch: PushBatch): Promise<void> {
     const referenceLength = meta[m + 5]!;
     const reference = referenceLength > 0 ? audio.subarray(offset, offset + referenceLength) : undefined;
     offset += referenceLength;
-    const r = i * RESULT_FIELDS;
+    const r = (i - first) * RESULT_FIELDS;
     out.meta[r] = id;
     const hosted = detectors.get(meta[m + 1]!);
     if (!hosted) {
@@ -96,12 +100,17 @@ async function run(batch: PushBatch): Promise<void> {
       for (const turn of hosted.turns) out.turns.push({ id, turn });
       hosted.turns.length = 0;
     }
+    if (out.meta[r + 1] === 1 && i + 1 < count) flush(i + 1);
   }
   for (const stream of batch.closes) {
     detectors.get(stream)?.detector.close();
     detectors.delete(stream);
   }
   post(out, [out.meta.buffer as ArrayBuffer]);
+}
+
+function results(count: number): PushResults {
+  return { type: 'results', meta: new Float64Array(count * RESULT_FIELDS), turns: [], errors: [] };
 }
 
 /** A batch that could not run at all: every push in it is answered with the error. */
