@@ -8,7 +8,8 @@
  * Each stream (a call's detector, or the fresh one a `reset()` starts) is assigned on its first push
  * to the ready worker with the fewest streams, and all its pushes go there, in order. The pushes queued
  * for a worker during one turn of the event loop go in one message (protocol.ts), and their results
- * come back the same way. A batch that waited in a worker's queue counts its wait as the detectors' lag
+ * come back the same way, in order (split after a push that found an onset, which goes back at once).
+ * A batch that waited in a worker's queue counts its wait as the detectors' lag
  * (`PushInfo.waitedMs`): past `MAX_LAG_MS`, they judge by the energy gate alone until they catch up.
  *
  * A worker that dies fails the pushes it held (`VadWorkerError`: a `PooledDetector` resolves them
