@@ -305,6 +305,26 @@ describe('detectors in worker threads', () => {
     }
   });
 
+  it('send the pushes of turns that follow one another closely as one batch', async () => {
+    const chunks = quietLine(speech.samples).slice(0, 10);
+    const detector = pool.detector({ sampleRate: RATE });
+    try {
+      await detector.push(chunks[0]!.samples, chunks[0]!.info);
+      const before = pool.stats.batches;
+      // Ten pushes, each in a turn of its own (as chunks arriving on ten sockets), within a few ms.
+      const pushed: Array<Promise<SpeechOnset | undefined>> = [];
+      for (const c of chunks.slice(1)) {
+        pushed.push(detector.push(c.samples, c.info));
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      await Promise.all(pushed);
+      // A batch per turn would be nine.
+      expect(pool.stats.batches - before).toBeLessThanOrEqual(4);
+    } finally {
+      detector.close();
+    }
+  });
+
   it('start a fresh detector on reset(), dropping what the old one brings back', async () => {
     const chunks = quietLine(speech.samples);
     const detector = pool.detector({ sampleRate: RATE });
