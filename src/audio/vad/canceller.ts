@@ -213,8 +213,11 @@ export class EchoCanceller {
             weights[k] = w;
             y += w * span[newest + 1 - k]!;
           }
-        } else if (sounding) for (let k = 0; k < taps; k++) weights[k] = weights[k]! + g * span[newest - k]!;
-      } else if (more && sounding) {
+        } else if (sounding) {
+          // The hop's last sample: nothing after it to filter.
+          for (let k = 0; k < taps; k++) weights[k] = weights[k]! + g * span[newest - k]!;
+        }
+      } else if (sounding && more) {
         y = 0;
         for (let k = 0; k < taps; k++) y += weights[k]! * span[newest + 1 - k]!;
       }

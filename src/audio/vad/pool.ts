@@ -137,8 +137,10 @@ export class VadWorkerPool implements DetectorSource {
   private closed = false;
   /** Each stream's worker, from its first push until it is closed or its worker dies. */
   private readonly streamSlots = new Map<number, Slot>();
-  /** Workers that died and were replaced; pushes failed because no worker could run them. */
-  /** Workers restarted, pushes failed, and batches sent. */
+  /**
+   * Workers that died and were replaced; pushes failed because no worker could run them; batches
+   * sent.
+   */
   readonly stats = { restarts: 0, failed: 0, batches: 0 };
 
   constructor(options: VadWorkersOptions) {
@@ -281,15 +283,16 @@ export class VadWorkerPool implements DetectorSource {
   private scheduleFlush(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    const run = (): void => {
-      this.flushScheduled = false;
-      this.lastFlushAt = performance.now();
-      this.flush();
-    };
     const wait = this.lastFlushAt + BATCH_EVERY_MS - performance.now();
-    if (wait <= 0) setImmediate(run);
-    else setTimeout(run, wait);
+    if (wait <= 0) setImmediate(this.scheduledFlush);
+    else setTimeout(this.scheduledFlush, wait);
   }
+
+  private readonly scheduledFlush = (): void => {
+    this.flushScheduled = false;
+    this.lastFlushAt = performance.now();
+    this.flush();
+  };
 
   /** Sends each worker its batch: the streams to start, the pushes packed, the streams to drop. */
   private flush(): void {

@@ -57,7 +57,7 @@ async function run(batch: PushBatch): Promise<void> {
   let first = 0;
   let out = results(count);
   const flush = (end: number): void => {
-    const done = out.meta.subarray(0, (end - first) * RESULT_FIELDS).slice();
+    const done = out.meta.slice(0, (end - first) * RESULT_FIELDS);
     post({ ...out, meta: done }, [done.buffer]);
     first = end;
     out = results(count - end);
@@ -120,7 +120,7 @@ function refuse(batch: PushBatch, error: unknown): void {
     id: batch.meta[i * PUSH_FIELDS]!,
     error: errorText(error),
   }));
-  post({ type: 'results', meta: new Float64Array(0), turns: [], errors });
+  post({ ...results(0), errors });
 }
 
 async function handle(message: ToVadWorker): Promise<void> {
