@@ -56,6 +56,17 @@ export class PcmAligner {
   }
 }
 
+/** The samples of `parts` one after another, in a new array. */
+export function concatInt16(parts: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
 /** The bytes of `samples` (s16le), as a view onto the same memory. */
 export function int16ToBytes(samples: Int16Array): Uint8Array {
   return new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength);

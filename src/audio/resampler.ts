@@ -18,6 +18,7 @@
  * is computed by the same loop over the same taps in the same order whatever the input chunking, so
  * the output is bit-identical however the stream is split.
  */
+import { concatInt16 } from './pcm.js';
 import { filterFor, type ResamplerDesign } from './resampler-design.js';
 import {
   COPY,
@@ -317,10 +318,5 @@ export class Resampler {
 /** A whole signal resampled at once (pushed and flushed): for audio that is all there, not a stream. */
 export function resampleWhole(input: Int16Array, inputRate: number, outputRate: number): Int16Array {
   const r = new Resampler({ inputRate, outputRate });
-  const head = r.push(input);
-  const tail = r.flush();
-  const out = new Int16Array(head.length + tail.length);
-  out.set(head);
-  out.set(tail, head.length);
-  return out;
+  return concatInt16([r.push(input), r.flush()]);
 }

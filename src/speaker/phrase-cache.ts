@@ -37,6 +37,8 @@ export interface PhraseCacheStats {
   /** Misses of the memory tier that the shared store answered, and those it did not. */
   sharedHits: number;
   sharedMisses: number;
+  /** Segments played from a rendition at the sink's rate, with no resampling. */
+  rendered: number;
 }
 
 /** A phrase from the shared store is replayed in chunks of this many bytes (100 ms of 24 kHz s16le). */
@@ -48,16 +50,25 @@ export interface PhraseRecording {
   /** The response is complete: keep it, with its character timings when it had them. */
   commit(alignment?: CharacterAlignment): void;
   abandon(): void;
+  /** After `commit`, the phrase as the cache holds it (undefined when it was not kept). */
+  readonly committed: CachedPhrase | undefined;
 }
 
 /** A phrase as the cache gives it back: its chunks (not to be modified) and timings, if any. */
 export interface CachedPhrase {
+  /** `PhraseCache.keyOf` its request. */
+  readonly key: string;
   readonly chunks: readonly Uint8Array[];
+  /** The chunks' bytes, all together. */
+  readonly audioBytes: number;
   readonly alignment?: CharacterAlignment | undefined;
 }
 
 interface Entry extends CachedPhrase {
-  readonly bytes: number;
+  /** The audio and its renditions, as counted against the bound. */
+  bytes: number;
+  /** The audio resampled for a sink, by rate and channels ("8000/1"): see `keepRendition`. */
+  renditions?: Map<string, Int16Array>;
 }
 
 /** Marks a value of the shared store: the format below, version 1. */
@@ -137,10 +148,18 @@ function canonicalJson(value: unknown): string {
  * The bound is on audio bytes; the keys (which hold the text) are not counted.
  */
 export class PhraseCache {
-  readonly stats: PhraseCacheStats = { hits: 0, misses: 0, evictions: 0, sharedHits: 0, sharedMisses: 0 };
+  readonly stats: PhraseCacheStats = {
+    hits: 0,
+    misses: 0,
+    evictions: 0,
+    sharedHits: 0,
+    sharedMisses: 0,
+    rendered: 0,
+  };
   private readonly shared: SharedPhraseStore | undefined;
   private readonly maxBytes: number;
-  private readonly maxEntryBytes: number;
+  /** Largest single entry stored, renditions included (bytes). */
+  readonly maxEntryBytes: number;
   /** In use order, least recently used first (a Map iterates in insertion order). */
   private readonly map = new Map<string, Entry>();
   private bytes = 0;
@@ -199,7 +218,13 @@ export class PhraseCache {
     const replay: Uint8Array[] = [];
     for (let at = 0; at < audio.byteLength; at += SHARED_CHUNK_BYTES)
       replay.push(audio.slice(at, Math.min(at + SHARED_CHUNK_BYTES, audio.byteLength)));
-    const entry: Entry = { chunks: Object.freeze(replay), bytes: audio.byteLength, alignment };
+    const entry: Entry = {
+      key: k,
+      chunks: Object.freeze(replay),
+      audioBytes: audio.byteLength,
+      bytes: audio.byteLength,
+      alignment,
+    };
     if (audio.byteLength <= this.maxEntryBytes) this.store(k, entry);
     return entry;
   }
@@ -214,7 +239,11 @@ export class PhraseCache {
     const k = PhraseCache.keyOf(key);
     let chunks: Uint8Array[] | undefined = [];
     let bytes = 0;
+    let committed: Entry | undefined;
     return {
+      get committed() {
+        return committed;
+      },
       add: (chunk) => {
         if (!chunks || chunk.byteLength === 0) return;
         bytes += chunk.byteLength;
@@ -224,7 +253,8 @@ export class PhraseCache {
       },
       commit: (alignment) => {
         if (chunks && bytes > 0) {
-          this.store(k, { chunks: Object.freeze(chunks), bytes, alignment });
+          committed = { key: k, chunks: Object.freeze(chunks), audioBytes: bytes, bytes, alignment };
+          this.store(k, committed);
           if (this.shared) {
             const value = encodeShared(concat(chunks, bytes), alignment);
             if (value.byteLength <= this.shared.maxEntryBytes) this.shared.put(k, value);
@@ -238,7 +268,35 @@ export class PhraseCache {
     };
   }
 
-  /** Audio bytes held. */
+  /**
+   * The phrase's audio as a sink of `format` ("rate/channels") takes it, resampled once
+   * (`keepRendition`): a prompt played on many calls is resampled once, not on each.
+   */
+  rendition(phrase: CachedPhrase, format: string): Int16Array | undefined {
+    const samples = (phrase as Entry).renditions?.get(format);
+    if (samples) this.stats.rendered++;
+    return samples;
+  }
+
+  /**
+   * Keeps `samples`, the phrase's audio resampled on its own for a sink of `format`, beside it: only
+   * while the cache holds that same phrase (not a later recording of the same request, whose audio may
+   * differ), and only if the phrase with its renditions stays within `maxEntryBytes`. Counted against
+   * the bound, and evicted with the phrase.
+   */
+  keepRendition(phrase: CachedPhrase, format: string, samples: Int16Array): void {
+    const entry = this.map.get(phrase.key);
+    if (entry !== phrase || entry.renditions?.has(format)) return;
+    if (entry.bytes + samples.byteLength > this.maxEntryBytes) return;
+    // Out and back in as the most recent, with its new size: the least used others make room.
+    this.map.delete(entry.key);
+    this.bytes -= entry.bytes;
+    entry.bytes += samples.byteLength;
+    (entry.renditions ??= new Map()).set(format, samples);
+    this.store(entry.key, entry);
+  }
+
+  /** Audio bytes held, renditions included. */
   get sizeBytes(): number {
     return this.bytes;
   }

@@ -1,6 +1,6 @@
 import type { CharacterAlignment } from '../speech/alignment.js';
 import type { SpeechRequest } from '../speech/client.js';
-import type { PhraseCache, PhraseKey } from './phrase-cache.js';
+import type { CachedPhrase, PhraseCache, PhraseKey } from './phrase-cache.js';
 import type { Segment } from './segmenter.js';
 
 /**
@@ -34,6 +34,11 @@ export interface SegmentAudio {
   readonly fromCache: boolean;
   /** The segment's character timings: the response's (growing as it arrives) or the cache's. */
   readonly alignment: CharacterAlignment | undefined;
+  /**
+   * The phrase as the cache holds it: the one replayed, or the one this response was recorded into
+   * once it has been read to the end (undefined without a cache, or when it was not kept).
+   */
+  phrase(): CachedPhrase | undefined;
 }
 
 async function* replay(chunks: readonly Uint8Array[]): AsyncGenerator<Uint8Array> {
@@ -82,15 +87,24 @@ export async function openSegment(
     outputFormat: SPEAKER_FORMAT,
   };
   const cached = await cache?.lookup(key);
-  if (cached) return { segment, chunks: replay(cached.chunks), fromCache: true, alignment: cached.alignment };
+  if (cached)
+    return {
+      segment,
+      chunks: replay(cached.chunks),
+      fromCache: true,
+      alignment: cached.alignment,
+      phrase: () => cached,
+    };
   const audio = await source.stream(
     { ...request, text: segment.text, outputFormat: SPEAKER_FORMAT },
     { signal },
   );
+  const record = cache?.record(key);
   return {
     segment,
-    chunks: cache ? recording(audio, cache.record(key)) : audio,
+    chunks: record ? recording(audio, record) : audio,
     fromCache: false,
     alignment: audio.alignment,
+    phrase: () => record?.committed,
   };
 }

@@ -20,6 +20,8 @@ import {
 
 /** s16le mono at the speaker's rate. */
 const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
+/** A rendition goes into the frames this much at a time (ms), as a response's chunks would. */
+const RENDITION_PIECE_MS = 100;
 
 export type {
   AudioInput,
@@ -343,24 +345,65 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   /**
    * The producer: segments the text, opens each segment one ahead of the one being read (prefetch), and
    * turns the audio into sink frames. Waits whenever the frame queue is full.
+   *
+   * A cached phrase plays from its rendition at the sink's rate when the cache holds one; otherwise the
+   * segment is resampled as it is read, and a phrase the cache holds (replayed, or recorded by this
+   * response) keeps what came out as its rendition.
    */
   private async produce(u: Utterance, frames: FrameQueue<Uint8Array>, signal: AbortSignal): Promise<void> {
-    const { sink } = this.options;
+    const { sink, cache } = this.options;
     const pipeline = new FramePipeline(SPEAKER_SAMPLE_RATE, sink.format, sink.frameMs);
+    const format = pipeline.renditionFormat;
     const push = async (out: Uint8Array[]): Promise<void> => {
       for (const f of out) await frames.push(f, signal);
     };
     const opened = this.openAhead(u, signal);
     for await (const audio of opened) {
       u.ledger.beginSegment(audio.segment, audio.alignment);
+      const cached = audio.fromCache ? audio.phrase() : undefined;
+      const rendition = cache && format && cached ? cache.rendition(cached, format) : undefined;
+      if (rendition) {
+        await this.playRendition(u, pipeline, rendition, cached!.audioBytes / BYTES_PER_MS, push, signal);
+        continue;
+      }
+      if (cache && format) pipeline.recordSegment(cache.maxEntryBytes);
       for await (const chunk of audio.chunks) {
         signal.throwIfAborted();
         u.ledger.addAudio(chunk.byteLength / BYTES_PER_MS);
         await push(pipeline.push(chunk));
       }
+      await push(pipeline.endSegment());
+      // Read to the end: the response was complete (and recorded, when it was not a replay).
+      const recorded = pipeline.takeRendition();
+      const phrase = audio.phrase();
+      if (recorded && phrase) cache!.keepRendition(phrase, format!, recorded);
     }
     // The last partial frame is padded, never dropped.
     await push(pipeline.finish());
+  }
+
+  /**
+   * A rendition into the frames in pieces as long as a source chunk's worth, each adding its share of
+   * the phrase's `ms` to the ledger (as a replay of the chunks would).
+   */
+  private async playRendition(
+    u: Utterance,
+    pipeline: FramePipeline,
+    rendition: Int16Array,
+    ms: number,
+    push: (out: Uint8Array[]) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const step = Math.max(1, Math.round((rendition.length * RENDITION_PIECE_MS) / ms));
+    let addedMs = 0;
+    for (let at = 0; at < rendition.length; at += step) {
+      signal.throwIfAborted();
+      const end = Math.min(rendition.length, at + step);
+      const upTo = end === rendition.length ? ms : (ms * end) / rendition.length;
+      u.ledger.addAudio(upTo - addedMs);
+      addedMs = upTo;
+      await push(pipeline.pushRendered(rendition.subarray(at, end)));
+    }
   }
 
   /** Segments opened in order, the next one requested while the previous is still being read. */
@@ -385,6 +428,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         })(),
         fromCache: false,
         alignment: undefined,
+        phrase: () => undefined,
       };
       return;
     }

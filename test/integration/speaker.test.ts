@@ -132,17 +132,23 @@ describe('speaker', () => {
     const cache = new PhraseCache({ maxBytes: 8 * 1024 * 1024 });
     const speaker = speakerFor(sink, cache);
     const prompt = 'Press one for sales. Press two for support.';
-    const first = await speaker.say(prompt).result;
+    const firstHandle = speaker.say(prompt);
+    const first = await firstHandle.result;
     expect(first.metrics.requestedSegments).toBe(2);
     let requests = 0;
     const count = (): void => void requests++;
     t.app.server.on('request', count);
-    const second = await speaker.say(prompt).result;
+    const secondHandle = speaker.say(prompt);
+    const second = await secondHandle.result;
     t.app.server.off('request', count);
     expect(requests).toBe(0);
     expect(second.metrics).toMatchObject({ cachedSegments: 2, requestedSegments: 0 });
     expect(second.playedMs).toBe(first.playedMs);
     expect(second.metrics.firstFrameMs!).toBeLessThan(first.metrics.firstFrameMs!);
+    // Both segments replayed from the 8 kHz audio the first play made (no resampling), to the byte.
+    expect(cache.stats.rendered).toBe(2);
+    const payloads = (id: string): Buffer => Buffer.concat(sink.framesOf(id).map((f) => f.payload));
+    expect(payloads(secondHandle.id)).toEqual(payloads(firstHandle.id));
     await speaker.close();
   });
 

@@ -5,10 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FRAME_MS, type WireFormat } from '../../../src/audio/framer.js';
+import { resampleWhole } from '../../../src/audio/resampler.js';
 import { FramePipeline } from '../../../src/speaker/frame-pipeline.js';
 
 const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 const S16_24K: WireFormat = { encoding: 's16le', sampleRate: 24_000, channels: 1 };
+const S16_8K: WireFormat = { encoding: 's16le', sampleRate: 8000, channels: 1 };
 
 /** `ms` of a 440 Hz tone, s16le 24 kHz. */
 function tone24k(ms: number): Uint8Array {
@@ -51,6 +53,69 @@ describe('FramePipeline', () => {
     const frames = run(S16_24K, [odd]);
     expect(frames).toHaveLength(5);
     expect(Buffer.concat(frames)).toEqual(Buffer.from(pcm));
+  });
+
+  it('resamples each segment on its own, and plays a recorded rendition as the segment itself', () => {
+    // Two segments whose lengths are not whole 8 kHz samples, nor whole frames.
+    const a = tone24k(1010).subarray(0, 2 * 24_241);
+    const b = tone24k(730);
+    const live = new FramePipeline(24_000, S16_8K, FRAME_MS);
+    live.recordSegment(1 << 20);
+    const frames = [...cut(a).flatMap((c) => live.push(c)), ...live.endSegment()];
+    const renditionA = live.takeRendition()!;
+    expect(live.takeRendition()).toBeUndefined();
+    live.recordSegment(1 << 20);
+    frames.push(...cut(b).flatMap((c) => live.push(c)), ...live.endSegment(), ...live.finish());
+    const renditionB = live.takeRendition()!;
+    // Each segment's audio is its own resampling, silence before and after it: nothing lost at the join.
+    const pcmOf = (x: Uint8Array): Int16Array =>
+      resampleWhole(new Int16Array(x.slice().buffer), 24_000, 8000);
+    expect(renditionA).toEqual(pcmOf(a));
+    expect(renditionB).toEqual(pcmOf(b));
+    const all = new Int16Array(Buffer.concat(frames).buffer.slice(0));
+    expect(all.subarray(0, renditionA.length + renditionB.length)).toEqual(
+      Int16Array.from([...renditionA, ...renditionB]),
+    );
+    // The renditions, pieces of any size, make the same frames with no resampling.
+    const replay = new FramePipeline(24_000, S16_8K, FRAME_MS);
+    const replayed = [
+      ...replay.pushRendered(renditionA.subarray(0, 1234)),
+      ...replay.pushRendered(renditionA.subarray(1234)),
+      ...replay.pushRendered(renditionB),
+      ...replay.finish(),
+    ];
+    expect(replayed).toEqual(frames);
+  });
+
+  it('gives up a rendition that outgrows its bound, and records none where it would not be smaller', () => {
+    const pcm = tone24k(200);
+    const small = new FramePipeline(24_000, MULAW_8K, FRAME_MS);
+    small.recordSegment(3200 - 1); // 200 ms at 8 kHz is 3200 bytes
+    small.push(pcm);
+    small.endSegment();
+    expect(small.takeRendition()).toBeUndefined();
+    small.recordSegment(3200);
+    small.push(pcm);
+    small.endSegment();
+    expect(small.takeRendition()).toHaveLength(1600);
+    const same = new FramePipeline(24_000, S16_24K, FRAME_MS);
+    expect(same.renditionFormat).toBeUndefined();
+    same.recordSegment(1 << 20);
+    same.push(pcm);
+    same.endSegment();
+    expect(same.takeRendition()).toBeUndefined();
+    expect(small.renditionFormat).toBe('8000/1');
+    // Discord's 48 kHz stereo would be four times the service's bytes: resampled live each time.
+    const discord = new FramePipeline(
+      24_000,
+      { encoding: 's16le', sampleRate: 48_000, channels: 2 },
+      FRAME_MS,
+    );
+    expect(discord.renditionFormat).toBeUndefined();
+    discord.recordSegment(1 << 20);
+    expect(discord.push(pcm)).toHaveLength(9);
+    discord.endSegment();
+    expect(discord.takeRendition()).toBeUndefined();
   });
 
   it('refuses a chunk that splits a sample', () => {

@@ -36,7 +36,14 @@ describe('PhraseCache', () => {
     ]);
     expect(cache.get(key('hello', { voiceId: 'v2' }))).toBeUndefined();
     expect(cache.get(key('hello', { outputFormat: 'wav_24000' }))).toBeUndefined();
-    expect(cache.stats).toEqual({ hits: 1, misses: 3, evictions: 0, sharedHits: 0, sharedMisses: 0 });
+    expect(cache.stats).toEqual({
+      hits: 1,
+      misses: 3,
+      evictions: 0,
+      sharedHits: 0,
+      sharedMisses: 0,
+      rendered: 0,
+    });
     expect(cache.sizeBytes).toBe(30);
     expect(cache.entries).toBe(1);
   });
@@ -121,6 +128,55 @@ describe('PhraseCache', () => {
     done.add(new Uint8Array(4));
     done.abandon();
     expect(cache.get(key('done'))?.chunks.length).toBe(1);
+  });
+
+  it('keeps a rendition beside the phrase it came from, counted against the bounds and evicted with it', () => {
+    const cache = new PhraseCache({ maxBytes: 1000, maxEntryBytes: 400 });
+    store(cache, key('prompt'), 200);
+    const phrase = cache.get(key('prompt'))!;
+    expect(phrase.audioBytes).toBe(200);
+    expect(cache.rendition(phrase, '8000/1')).toBeUndefined();
+    const at8k = new Int16Array(34).fill(3);
+    cache.keepRendition(phrase, '8000/1', at8k);
+    expect(cache.rendition(phrase, '8000/1')).toBe(at8k);
+    expect(cache.rendition(phrase, '48000/2')).toBeUndefined();
+    expect(cache.stats.rendered).toBe(1);
+    expect(cache.sizeBytes).toBe(268);
+    // The first one kept stays; one that would take the phrase over maxEntryBytes is not kept.
+    cache.keepRendition(phrase, '8000/1', new Int16Array(10));
+    cache.keepRendition(phrase, '48000/2', new Int16Array(67));
+    expect(cache.rendition(phrase, '8000/1')).toBe(at8k);
+    expect(cache.rendition(phrase, '48000/2')).toBeUndefined();
+    cache.keepRendition(phrase, '48000/2', new Int16Array(66));
+    expect(cache.sizeBytes).toBe(400);
+    // Room is made for it as for a phrase: the least recently used others go.
+    store(cache, key('other'), 300);
+    store(cache, key('third'), 301);
+    expect(cache.get(key('prompt'))).toBeUndefined();
+    expect(cache.sizeBytes).toBe(601);
+    // Evicted, the phrase takes no rendition any more.
+    cache.keepRendition(phrase, '16000/1', new Int16Array(2));
+    expect(cache.sizeBytes).toBe(601);
+  });
+
+  it('keeps no rendition for a phrase recorded again since (its audio may differ)', () => {
+    const cache = new PhraseCache({ maxBytes: 1000 });
+    const first = cache.record(key('prompt'));
+    first.add(new Uint8Array(100).fill(1));
+    first.commit();
+    const old = first.committed!;
+    expect(old.chunks[0]![0]).toBe(1);
+    store(cache, key('prompt'), 120);
+    cache.keepRendition(old, '8000/1', new Int16Array(17));
+    const now = cache.get(key('prompt'))!;
+    expect(now).not.toBe(old);
+    expect(cache.rendition(now, '8000/1')).toBeUndefined();
+    expect(cache.sizeBytes).toBe(120);
+    // A recording not kept (over the bound) commits to nothing.
+    const long = cache.record(key('long'));
+    long.add(new Uint8Array(300));
+    long.commit();
+    expect(long.committed).toBeUndefined();
   });
 
   it('copies chunks on add, so the caller may reuse its buffer', () => {
