@@ -307,21 +307,31 @@ describe('detectors in worker threads', () => {
 
   it('send the pushes of turns that follow one another closely as one batch', async () => {
     const chunks = quietLine(speech.samples).slice(0, 10);
-    const detector = pool.detector({ sampleRate: RATE });
-    try {
-      await detector.push(chunks[0]!.samples, chunks[0]!.info);
-      const before = pool.stats.batches;
-      // Ten pushes, each in a turn of its own (as chunks arriving on ten sockets), within a few ms.
-      const pushed: Array<Promise<SpeechOnset | undefined>> = [];
-      for (const c of chunks.slice(1)) {
-        pushed.push(detector.push(c.samples, c.info));
-        await new Promise<void>((resolve) => setImmediate(resolve));
+    // Nine pushes, each in a turn of its own (as chunks arriving on nine sockets), within a few ms. A
+    // loaded machine may space the turns too far apart to tell: then a fresh call tries again.
+    for (let attempt = 0; ; attempt++) {
+      const detector = pool.detector({ sampleRate: RATE });
+      try {
+        await detector.push(chunks[0]!.samples, chunks[0]!.info);
+        const before = pool.stats.batches;
+        const pushed: Array<Promise<SpeechOnset | undefined>> = [];
+        const start = performance.now();
+        for (const c of chunks.slice(1)) {
+          pushed.push(detector.push(c.samples, c.info));
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+        const spreadMs = performance.now() - start;
+        await Promise.all(pushed);
+        // A batch every 4 ms at most: measured 2–4 batches. A batch per turn would be nine.
+        const bound = Math.ceil(spreadMs / 4) + 1;
+        if (bound >= 6 && attempt < 5) continue;
+        expect(pool.stats.batches - before, `pushes spread over ${spreadMs} ms`).toBeLessThanOrEqual(
+          Math.max(4, bound),
+        );
+        return;
+      } finally {
+        detector.close();
       }
-      await Promise.all(pushed);
-      // A batch per turn would be nine.
-      expect(pool.stats.batches - before).toBeLessThanOrEqual(4);
-    } finally {
-      detector.close();
     }
   });
 

@@ -72,7 +72,8 @@ describe('FramePipeline', () => {
       resampleWhole(new Int16Array(x.slice().buffer), 24_000, 8000);
     expect(renditionA).toEqual(pcmOf(a));
     expect(renditionB).toEqual(pcmOf(b));
-    const all = new Int16Array(Buffer.concat(frames).buffer.slice(0));
+    // A copy: a small Buffer is a slice of Node's pool, at an offset into its ArrayBuffer.
+    const all = new Int16Array(new Uint8Array(Buffer.concat(frames)).buffer);
     expect(all.subarray(0, renditionA.length + renditionB.length)).toEqual(
       Int16Array.from([...renditionA, ...renditionB]),
     );
