@@ -76,11 +76,13 @@ beforeAll(async () => {
     { discord: { shardSpawnDelayMs: 0, commandGuildIds: GUILDS }, service: { workers: 1 } },
   );
   b = await startInstance('b', { ...common, SPEECH_BASE_URL: m.url, SPEECH_API_KEY: SPEECH_KEY });
-  // Both shard processes joined the cluster.
+  // Both shard processes joined the cluster, and logged in to the gateway (which may come after: a
+  // loaded CI machine once saw one identify when the cluster already counted four).
   const deadline = Date.now() + 30_000;
   for (;;) {
     const health = await json(`${b.url}/healthz`);
-    if ((health.body['cluster'] as { instances?: number } | undefined)?.instances === 4) break;
+    const instances = (health.body['cluster'] as { instances?: number } | undefined)?.instances;
+    if (instances === 4 && discord.identifies.length >= 2) break;
     if (Date.now() > deadline) throw new Error(`the shards did not join the cluster:\n${m.output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
