@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
+import { concatInt16 } from '../src/audio/pcm.js';
 
 const run = promisify(execFile);
 
@@ -23,13 +24,7 @@ export async function espeakSpeech(
     parts.push(s.slice());
     return false;
   });
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
+  return concatInt16(parts);
 }
 
 /** A 16-bit WAV file of `samples`: the one writer, src/audio/wav.ts's. */

@@ -362,8 +362,8 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
       u.ledger.beginSegment(audio.segment, audio.alignment);
       const cached = audio.fromCache ? audio.phrase() : undefined;
       const rendition = cache && format && cached ? cache.rendition(cached, format) : undefined;
-      if (rendition) {
-        await this.playRendition(u, pipeline, rendition, cached!.audioBytes / BYTES_PER_MS, push, signal);
+      if (cached && rendition) {
+        await this.playRendition(u, pipeline, rendition, cached.audioBytes / BYTES_PER_MS, push, signal);
         continue;
       }
       if (cache && format) pipeline.recordSegment(cache.maxEntryBytes);

@@ -25,6 +25,7 @@ import {
 import OpusScript from 'opusscript';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DiscordSink } from '../../adapters/discord/discord-sink.js';
+import { concatInt16 as concat } from '../../src/audio/pcm.js';
 import { FramePipeline } from '../../src/speaker/frame-pipeline.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import { Speaker } from '../../src/speaker/speaker.js';
@@ -150,16 +151,6 @@ async function playedOut(rig: Rig): Promise<void> {
 function left(stereo: Int16Array): Int16Array {
   const out = new Int16Array(stereo.length / 2);
   for (let i = 0; i < out.length; i++) out[i] = stereo[2 * i]!;
-  return out;
-}
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
   return out;
 }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { concatInt16 as concat } from '../../../src/audio/pcm.js';
 import { Resampler, designResampler } from '../../../src/audio/resampler.js';
 import { seeded } from '../../../testkit/random.js';
 
@@ -29,16 +30,6 @@ function noise(length: number, seed: number, amplitude: number): Int16Array {
   const random = seeded(seed);
   const out = new Int16Array(length);
   for (let n = 0; n < length; n++) out[n] = Math.round((random() * 2 - 1) * amplitude);
-  return out;
-}
-
-function concat(parts: readonly Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
   return out;
 }
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FRAME_MS, type WireFormat } from '../../../src/audio/framer.js';
+import { concatInt16 } from '../../../src/audio/pcm.js';
 import { resampleWhole } from '../../../src/audio/resampler.js';
 import { FramePipeline } from '../../../src/speaker/frame-pipeline.js';
 
@@ -75,7 +76,7 @@ describe('FramePipeline', () => {
     // A copy: a small Buffer is a slice of Node's pool, at an offset into its ArrayBuffer.
     const all = new Int16Array(new Uint8Array(Buffer.concat(frames)).buffer);
     expect(all.subarray(0, renditionA.length + renditionB.length)).toEqual(
-      Int16Array.from([...renditionA, ...renditionB]),
+      concatInt16([renditionA, renditionB]),
     );
     // The renditions, pieces of any size, make the same frames with no resampling.
     const replay = new FramePipeline(24_000, S16_8K, FRAME_MS);
