@@ -17,6 +17,7 @@ import { DtmfToneDetector } from '../dtmf.js';
 import { isClick } from '../level.js';
 import type { EchoVerdict } from './echo.js';
 import { EnergyGate } from './energy-gate.js';
+import { NoiseSuppressor } from './noise-suppressor.js';
 import type { EchoStream, SileroModel, SileroStream, VadSampleRate } from './silero.js';
 
 export interface DetectorOptions {
@@ -39,6 +40,11 @@ export interface DetectorOptions {
    * the bot's echo needs `OVER_ECHO_THRESHOLD` (or this, if higher).
    */
   threshold?: number | undefined;
+  /**
+   * Take the line's steady noise out of what Silero hears (noise-suppressor.ts). Default true; false
+   * for comparisons.
+   */
+  denoise?: boolean | undefined;
   /** The clock (ms) that times each window's processing, to tell when it falls behind. Default `performance.now`. */
   now?: () => number;
   /**
@@ -186,6 +192,8 @@ interface Window {
   verdict?: Promise<EchoVerdict | undefined>;
   /** Set once processed: the echo estimator found the bot's echo alone in it. */
   echoOnly?: boolean;
+  /** Set once processed: it held the echo alone, a key's tones or a click, so it is no speech. */
+  notSpeech?: boolean;
   /** Set once processed: the probability at which it is speech (higher where the echo may be). */
   threshold?: number;
   /** How long its push waited before it reached the detector (ms). */
@@ -202,6 +210,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
   /** How far the reference moved within the samples in `partial`. */
   private partialMoved = 0;
   private readonly gate = new EnergyGate();
+  /** Cleans what Silero hears of the line (absent: it hears the samples). */
+  private readonly suppressor: NoiseSuppressor | undefined;
   private readonly tones: DtmfToneDetector;
   /** A click's longest burst, in samples. */
   private readonly clickSamples: number;
@@ -268,6 +278,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.clickSamples = Math.round((options.sampleRate * CLICK_MS) / 1000);
     this.partial = new Int16Array(this.windowSamples);
     this.partialReference = new Int16Array(this.windowSamples);
+    this.suppressor =
+      options.denoise === false ? undefined : new NoiseSuppressor(options.sampleRate, this.windowSamples);
     this.echo = options.echo ? model.echoStream(options.sampleRate) : undefined;
     this.onTurnEnd = options.onTurnEnd;
     this.endOfTurnMs = options.endOfTurnMs ?? 700;
@@ -340,6 +352,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.turnStartMs = undefined;
     this.quietMs = 0;
     this.gate.reset();
+    this.suppressor?.reset();
     this.silero.reset();
   }
 
@@ -410,7 +423,9 @@ export class SpeechOnsetDetector implements SpeechDetector {
     // it: no speech, though a run it falls into goes on (speech is never one click).
     const click = open && !w.echoOnly && !tone && isClick(w.samples, this.clickSamples);
     let onset: SpeechOnset | undefined;
-    if (w.echoOnly || tone || click) {
+    w.notSpeech = w.echoOnly || tone || click;
+    if (w.notSpeech) {
+      this.suppressor?.listen(w.samples);
       this.idleWindows++;
       onset = this.judge(0, w.startMs, audible, threshold);
     } else if (wanted && !this.behind(w)) {
@@ -420,22 +435,29 @@ export class SpeechOnsetDetector implements SpeechDetector {
       // Within a run (Silero was skipped while behind) they only bring its state up to date.
       const judgeEarlier = this.runStartMs === undefined;
       const missed = Math.min(this.idleWindows, this.preroll.length);
-      for (const earlier of this.preroll.slice(this.preroll.length - missed)) {
-        const pe = await this.infer(earlier);
+      // Silero hears them cleaned, which they were not: the suppressor goes back to them.
+      if (missed > 0) this.suppressor?.goBack(this.preroll[this.preroll.length - missed - 1]?.samples);
+      const earlierHeard = this.preroll
+        .slice(this.preroll.length - missed)
+        .map((earlier) => this.suppressor?.clean(earlier.samples, false) ?? earlier.samples);
+      const heard = this.suppressor?.clean(w.samples, true) ?? w.samples;
+      for (const [i, earlier] of this.preroll.slice(this.preroll.length - missed).entries()) {
+        const pe = await this.infer(earlierHeard[i]!);
         if (epoch !== this.epoch) return undefined;
         if (pe === undefined) break;
         const earlierThreshold = earlier.threshold ?? threshold;
-        if (judgeEarlier && !earlier.echoOnly && pe >= earlierThreshold)
+        if (judgeEarlier && !earlier.notSpeech && pe >= earlierThreshold)
           onset ??= this.judge(pe, earlier.startMs, audible, earlierThreshold);
       }
       this.idleWindows = 0;
-      const p = await this.infer(w);
+      const p = await this.infer(heard);
       if (epoch !== this.epoch) return undefined;
       onset ??=
         p === undefined
           ? this.gateAlone(open, w.startMs, audible, threshold)
           : this.judge(p, w.startMs, audible, threshold);
     } else {
+      this.suppressor?.listen(w.samples);
       this.idleWindows++;
       if (wanted) this.counts.skipped++;
       onset ??= this.gateAlone(open, w.startMs, audible, threshold);
@@ -463,11 +485,11 @@ export class SpeechOnsetDetector implements SpeechDetector {
     }
   }
 
-  /** Silero's probability for the window; undefined when it could not run. */
-  private async infer(w: Window): Promise<number | undefined> {
+  /** Silero's probability for a window's audio as it hears it; undefined when it could not run. */
+  private async infer(heard: Int16Array): Promise<number | undefined> {
     this.counts.inferences++;
     try {
-      return await this.silero.probability(w.samples);
+      return await this.silero.probability(heard);
     } catch {
       this.counts.failed++;
       return undefined;
