@@ -1,9 +1,9 @@
 /**
  * Finds where a caller starts talking, for barge-in: the energy gate decides which windows deserve a
  * look, Silero decides whether they are speech (hearing them through the noise suppressor, which keeps
- * up with the line's noise on every window and cleans those Silero hears), and a run of speech long enough (longer while the bot
- * is audible, so its own echo does not interrupt it) is reported once, with the time it began on the
- * inbound timeline. Re-armed after a silence.
+ * up with the line's noise on every window and cleans those Silero hears), and a run of speech long
+ * enough (longer while the bot is audible, so its own echo does not interrupt it) is reported once, with
+ * the time it began on the inbound timeline. Re-armed after a silence.
  *
  * Pushes are processed in order, one after another, whatever their size. Work is bounded: a window
  * whose turn comes while the detector is behind skips Silero and is judged by the gate alone, which
