@@ -438,11 +438,10 @@ export class SpeechOnsetDetector implements SpeechDetector {
       const missed = Math.min(this.idleWindows, this.preroll.length);
       // Silero hears them cleaned, which they were not: the suppressor goes back to them.
       if (missed > 0) this.suppressor?.goBack(this.preroll[this.preroll.length - missed - 1]?.samples);
-      const earlierHeard = this.preroll
-        .slice(this.preroll.length - missed)
-        .map((earlier) => this.suppressor?.clean(earlier.samples, false) ?? earlier.samples);
+      const earlierWindows = this.preroll.slice(this.preroll.length - missed);
+      const earlierHeard = earlierWindows.map((e) => this.suppressor?.clean(e.samples, false) ?? e.samples);
       const heard = this.suppressor?.clean(w.samples, true) ?? w.samples;
-      for (const [i, earlier] of this.preroll.slice(this.preroll.length - missed).entries()) {
+      for (const [i, earlier] of earlierWindows.entries()) {
         const pe = await this.infer(earlierHeard[i]!);
         if (epoch !== this.epoch) return undefined;
         if (pe === undefined) break;

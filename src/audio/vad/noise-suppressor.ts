@@ -30,7 +30,7 @@ const GAIN_FLOOR = 0.3;
 /** Weight of the last frame's cleaned power in the a-priori ratio (decision-directed). */
 const PRIOR_SMOOTHING = 0.98;
 /** The noise is followed on one frame in this many ms. */
-const FOLLOW_MS = 16;
+const FOLLOW_MS = 2 * FRAME_MS;
 /** Smoothing of each bin's power before its minimum is taken, per frame followed. */
 const POWER_SMOOTHING = 0.85 ** (FOLLOW_MS / 4);
 /** The minimum is kept over this many sub-windows of `SUBWINDOW_FRAMES` frames followed (8 × 160 ms). */
@@ -41,6 +41,19 @@ const MINIMUM_BIAS = 2;
 /** A bin's noise power is never taken as less than this (a line of digital silence). */
 const LEAST_NOISE = 1;
 
+const tapers = new Map<number, Float64Array>();
+
+function taperFor(n: number): Float64Array {
+  let taper = tapers.get(n);
+  if (!taper) {
+    taper = Float64Array.from({ length: n }, (_, i) =>
+      Math.sqrt(0.5 - 0.5 * Math.cos((2 * Math.PI * (i + 0.5)) / n)),
+    );
+    tapers.set(n, taper);
+  }
+  return taper;
+}
+
 export class NoiseSuppressor {
   /** Samples by which what Silero hears lags the window it is given for. */
   readonly delaySamples: number;
@@ -50,6 +63,7 @@ export class NoiseSuppressor {
   private readonly bins: number;
   /** Samples from one frame followed to the next. */
   private readonly followEvery: number;
+  /** The square-root Hann window, shared by the suppressors of a frame length. */
   private readonly taper: Float64Array;
   /** The last frame's worth of the audio given before the next window. */
   private readonly tail: Float64Array;
@@ -70,17 +84,13 @@ export class NoiseSuppressor {
   constructor(sampleRate: number, windowSamples: number) {
     this.frameLength = 2 ** Math.round(Math.log2((sampleRate * FRAME_MS) / 1000));
     this.hop = this.frameLength / 2;
-    if (windowSamples % this.frameLength !== 0)
-      throw new RangeError(`a window of ${windowSamples} samples is not whole frames of ${this.frameLength}`);
-    this.followEvery = Math.round((sampleRate * FOLLOW_MS) / 1000);
+    this.followEvery = (this.frameLength * FOLLOW_MS) / FRAME_MS;
     if (windowSamples % this.followEvery !== 0)
       throw new RangeError(`a window of ${windowSamples} samples is not whole steps of ${this.followEvery}`);
     this.windowSamples = windowSamples;
     this.delaySamples = this.hop;
     this.bins = this.frameLength / 2 + 1;
-    this.taper = new Float64Array(this.frameLength);
-    for (let i = 0; i < this.frameLength; i++)
-      this.taper[i] = Math.sqrt(0.5 - 0.5 * Math.cos((2 * Math.PI * (i + 0.5)) / this.frameLength));
+    this.taper = taperFor(this.frameLength);
     this.tail = new Float64Array(this.frameLength);
     this.overlap = new Float64Array(this.frameLength);
     this.re = new Float64Array(this.frameLength);
