@@ -270,6 +270,29 @@ describe('echo-aware barge-in detector', () => {
     expect(lowest).toBeGreaterThan(9);
   });
 
+  it('on a 6 dB line at 10 dB SNR, the caller talking over the bot does not make its echo louder than it is', () => {
+    // A caller as loud as the bot stands 6 dB over this echo, under the estimator's margins in many
+    // windows, and those count for the echo's loss: at the median tracker's full pace it climbed
+    // towards the caller. Measured (lowest / 5th percentile of the loss over the minute, dB): 40 ms
+    // 5.45 / 6.19 and 300 ms 4.61 / 5.53; at full pace upward, 4.00 / 4.82 and 2.68 / 4.15.
+    for (const delayMs of [40, 300]) {
+      const estimator = new EchoEstimator(RATE);
+      const losses: number[] = [];
+      for (const [inbound, reference, at] of windows(
+        { delayMs, erlDb: 6, noiseDbfs: -30 },
+        75,
+        talkOver(75).track,
+      )) {
+        const v = estimator.process(inbound, reference);
+        if (at > 5 && v.converged && v.erlDb !== undefined) losses.push(v.erlDb);
+      }
+      losses.sort((x, y) => x - y);
+      expect(losses.length, `${delayMs} ms`).toBeGreaterThan(1500);
+      expect(losses[Math.floor(losses.length * 0.05)], `${delayMs} ms`).toBeGreaterThan(5);
+      expect(losses[0], `${delayMs} ms`).toBeGreaterThan(4.25);
+    }
+  });
+
   it('a delay moving by a cell or two (150 ms lies between cells) under talk-over is the same path, judged without caution', () => {
     const estimator = new EchoEstimator(RATE);
     let last: EchoVerdict | undefined;
@@ -375,8 +398,9 @@ describe('echo-aware barge-in detector', () => {
     };
     const suppressed = await latencies(true);
     const raw = await latencies(false);
-    // Measured: the 10 onsets in 1871 ms in all, none over 230; Silero hearing the line as it came,
-    // 2683 ms, the slowest 672 ("No, that is not right": its run broke at the comma).
+    // Measured: the 10 onsets in 1551 ms in all, none over 200; Silero hearing the line as it came,
+    // 2383 ms, the slowest 640 ("No, that is not right": its run broke at the comma). With a 160 ms
+    // run, 1871 and 2683.
     const sum = (xs: number[]): number => xs.reduce((a, b) => a + b);
     expect(Math.max(...suppressed)).toBeLessThan(300);
     expect(sum(suppressed)).toBeLessThan(0.8 * sum(raw));
@@ -392,11 +416,12 @@ describe('echo-aware barge-in detector', () => {
     const latencies = onsets.map((on) => found.find((d) => d >= on && d < on + 1500)! - on);
     expect(latencies.every((l) => Number.isFinite(l))).toBe(true);
     expect(found.length).toBe(onsets.length);
-    // On the inbound timeline. Measured: 10 onsets in 2959 ms in all (median 219); judged cell by cell
-    // alone, the echo's veto held two of them back by 100–160 ms more (3311 ms).
+    // On the inbound timeline. Measured: 10 onsets in 1807 ms in all (median 192). With a 160 ms run,
+    // 2959 (median 219), and judged cell by cell alone the echo's veto held two of them back by 100–160
+    // ms more (3311 ms).
     latencies.sort((a, b) => a - b);
     expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(250);
-    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(3150);
+    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(1950);
   }, 60_000);
 
   it('over a 6 dB hybrid (40 ms, 20 dB SNR), the canceller takes the echo out from under a caller as loud as it', async () => {
@@ -408,9 +433,10 @@ describe('echo-aware barge-in detector', () => {
     expect(latencies.every((l) => Number.isFinite(l))).toBe(true);
     // One more on the echo alone at most, 28.7 s in (so without the canceller too).
     expect(found.length).toBeLessThanOrEqual(onsets.length + 1);
-    // On the inbound timeline. Measured: 10 onsets in 1999 ms in all, none over 300; without the
-    // canceller, 2223 ms (two of them 264 and 320 ms, against 168 and 192).
-    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(2100);
+    // On the inbound timeline. Measured: 10 onsets in 1487 ms in all, none over 200. With a 160 ms
+    // run, 1999 ms, none over 300, and without the canceller 2223 ms (two of them 264 and 320 ms,
+    // against 168 and 192).
+    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(1600);
   }, 60_000);
 
   it('DTMF, clicks, pops and hum over a talking bot on an echoing line never barge in', async () => {
