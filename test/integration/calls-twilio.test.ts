@@ -468,7 +468,7 @@ describe('barge-in on the caller voice (Twilio)', () => {
     );
     speech = encodeMulaw(u.samples);
     speechOnsetMs = u.onsetMs;
-    // 80 ms of speech, in the bot's first second: under minSpeechMs (160), which holds over the bot from
+    // 80 ms of speech, in the bot's first second: under minSpeechMs (128), which holds over the bot from
     // its first second too (before the echo path is known, the echo is taken at its loudest).
     const burst = new Int16Array(u.samples.length);
     const end = Math.round(((u.onsetMs + 80) / 1000) * 8000);
