@@ -20,6 +20,9 @@ let proxied: TestApp;
 const MEDIA_TOKEN = randomBytes(12).toString('hex');
 const CONTROL_TOKEN = randomBytes(12).toString('hex');
 
+// Three apps start at once, each with its speech engine and VAD workers: 14 s on Node 20 beside the
+// other test worker, over 30 s once on Node 24 (CI, 35e546a). The same allowance as other files that
+// start several apps.
 beforeAll(async () => {
   [open, tokens, proxied] = await Promise.all([
     startTestApp({ calls: { defaultFlow: null } }),
@@ -31,7 +34,7 @@ beforeAll(async () => {
       ALLOWED_HOSTS: 'voice.example.com, .corp.example',
     }),
   ]);
-});
+}, 60_000);
 afterAll(async () => {
   await Promise.all([open?.close(), tokens?.close(), proxied?.close()]);
 });
