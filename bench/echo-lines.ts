@@ -103,6 +103,10 @@ class EchoCaller {
     return this.echoing!.onsetSentAt;
   }
 
+  get onsetFrameEndMs(): number | undefined {
+    return this.echoing!.onsetFrameEndMs;
+  }
+
   close(): void {
     this.echoing?.stop();
     this.ws.close();
@@ -140,6 +144,12 @@ interface LineResult {
   earlyFalseBargeIns: number;
   echoMinutes: number;
   onsetToClearMs: number[];
+  /**
+   * Of each caught onset: the app's decision after the frame carrying it went out (on the inbound
+   * timeline: the speech the detector needed), and the rest up to the clear (queues, the wire).
+   */
+  decidedAfterMs: number[];
+  decisionToClearMs: number[];
   missed: number;
 }
 
@@ -166,6 +176,15 @@ async function runLines(
   const bench = await startBenchApp(`echo-${echo}`, { calls: { defaultFlow: null, bargeIn: { echo } } });
   const url = `${bench.app.url.replace('http:', 'ws:')}/media/twilio`;
   const callers = lines.map((line, i) => new EchoCaller(url, i, line));
+  const decisions = new Map<string, number[]>();
+  bench.app.calls.onCall((call) =>
+    call.on('event', (e) => {
+      if (e.type !== 'barge-in') return;
+      const list = decisions.get(e.callId) ?? [];
+      list.push(e.detectedMs);
+      decisions.set(e.callId, list);
+    }),
+  );
   try {
     await Promise.all(callers.map((c) => c.start()));
     const deadline = performance.now() + 5000;
@@ -204,6 +223,8 @@ async function runLines(
           earlyFalseBargeIns,
           echoMinutes: ECHO_SECONDS / 60,
           onsetToClearMs: [],
+          decidedAfterMs: [],
+          decisionToClearMs: [],
           missed: 0,
         };
         for (let round = 0; round < ROUNDS; round++) {
@@ -218,9 +239,16 @@ async function runLines(
           const until = performance.now() + 2000 + (utterance.onset / RATE) * 1000;
           while (caller.clears.length === clearsBefore && performance.now() < until) await sleep(2);
           const clearAt = caller.clears[clearsBefore];
-          if (clearAt !== undefined && caller.onsetSentAt !== undefined && clearAt >= caller.onsetSentAt)
-            result.onsetToClearMs.push(clearAt - caller.onsetSentAt);
-          else result.missed++;
+          const sentAt = caller.onsetSentAt;
+          if (clearAt !== undefined && sentAt !== undefined && clearAt >= sentAt) {
+            result.onsetToClearMs.push(clearAt - sentAt);
+            const frameEnd = caller.onsetFrameEndMs!;
+            const decided = decisions.get(caller.callSid)?.find((d) => d >= frameEnd - 1000);
+            if (decided !== undefined) {
+              result.decidedAfterMs.push(decided - frameEnd);
+              result.decisionToClearMs.push(clearAt - sentAt - (decided - frameEnd));
+            }
+          } else result.missed++;
           while (caller.talking) await sleep(20);
           await sleep(1500);
           await interrupt(bench, caller.callSid);
@@ -264,6 +292,8 @@ export async function benchEchoLines(): Promise<void> {
   ];
   const row = (name: string, rs: LineResult[]): string[] => {
     const clears = rs.flatMap((r) => r.onsetToClearMs);
+    const decided = rs.flatMap((r) => r.decidedAfterMs);
+    const rest = rs.flatMap((r) => r.decisionToClearMs);
     const onsets = clears.length + rs.reduce((n, r) => n + r.missed, 0);
     const minutes = rs.reduce((n, r) => n + r.echoMinutes, 0);
     const falses = rs.reduce((n, r) => n + r.falseBargeIns, 0);
@@ -273,6 +303,8 @@ export async function benchEchoLines(): Promise<void> {
       fmt(percentile(clears, 50), 0),
       fmt(percentile(clears, 95), 0),
       `${fmt((100 * clears.length) / Math.max(1, onsets), 1)} % of ${onsets}`,
+      `${fmt(percentile(decided, 50), 0)} / ${fmt(percentile(decided, 95), 0)}`,
+      `${fmt(percentile(rest, 50), 0)} / ${fmt(percentile(rest, 95), 0)}`,
       `${falses} in ${fmt(minutes, 0)} min (${fmt((falses * 10) / Math.max(1e-9, minutes), 2)} / 10 min)`,
       String(early),
     ];
@@ -284,6 +316,8 @@ export async function benchEchoLines(): Promise<void> {
       'onset → clear p50 (ms)',
       'p95 (ms)',
       'onsets caught',
+      'decided after onset p50 / p95',
+      'decision → clear p50 / p95',
       'false barge-ins on echo alone',
       'of which in the first 3 s',
     ],
@@ -294,7 +328,16 @@ export async function benchEchoLines(): Promise<void> {
   );
   printTable(
     'Per line, echo-aware',
-    ['line', 'onset → clear p50 (ms)', 'p95 (ms)', 'onsets caught', 'false barge-ins', 'in the first 3 s'],
+    [
+      'line',
+      'onset → clear p50 (ms)',
+      'p95 (ms)',
+      'onsets caught',
+      'decided after p50 / p95',
+      'decision → clear p50 / p95',
+      'false barge-ins',
+      'in the first 3 s',
+    ],
     withEcho.map((r) => row(lineName(r.line), [r])),
   );
 }

@@ -173,6 +173,8 @@ export class EchoingCaller {
   readonly played: GatewayPlayedAudio;
   /** performance.now() when the frame carrying the speech onset of the latest talk went out. */
   onsetSentAt: number | undefined;
+  /** Where that frame ends on the caller's timeline (ms from the first frame's start): when it went out. */
+  onsetFrameEndMs: number | undefined;
   private readonly line: EchoLine;
   private readonly frameSamples: number;
   private readonly startedAt = performance.now();
@@ -200,6 +202,7 @@ export class EchoingCaller {
     this.speechAt = 0;
     this.onset = onset;
     this.onsetSentAt = undefined;
+    this.onsetFrameEndMs = undefined;
   }
 
   get talking(): boolean {
@@ -233,8 +236,10 @@ export class EchoingCaller {
     if (this.speech) {
       caller = new Int16Array(n);
       caller.set(this.speech.subarray(this.speechAt, this.speechAt + n));
-      if (this.onsetSentAt === undefined && this.speechAt + n > this.onset)
+      if (this.onsetSentAt === undefined && this.speechAt + n > this.onset) {
         this.onsetSentAt = performance.now();
+        this.onsetFrameEndMs = this.frames * FRAME_MS;
+      }
       this.speechAt += n;
       if (this.speechAt >= this.speech.length) this.speech = undefined;
     }

@@ -109,7 +109,7 @@ export class BargeInChain {
     const span = this.referenceFor(samples.length, rate, atMs);
     // Handed over at once, not after the previous push resolved: the detector keeps its pushes in
     // order, and one in a VAD worker would otherwise cost the call a round trip per payload.
-    let pushed: Promise<{ onsetMs: number } | undefined>;
+    let pushed: Promise<{ onsetMs: number; detectedMs?: number } | undefined>;
     try {
       pushed = detector.push(samples, {
         timestampMs: atMs,
@@ -125,7 +125,8 @@ export class BargeInChain {
         (onset) => {
           if (!onset || this.closed) return;
           this.options.onOnset?.(onset.onsetMs);
-          this.interrupt(onset.onsetMs, atMs);
+          // Confirmed where the deciding window ended; a detector that does not say: this chunk's end.
+          this.interrupt(onset.onsetMs, onset.detectedMs ?? atMs + (samples.length / rate) * 1000);
         },
         (error: unknown) => this.options.log.error({ err: error }, 'voice activity detection failed'),
       )

@@ -8,7 +8,8 @@ import type { SpeechTurn } from '../../src/audio/vad/index.js';
 export interface OnsetDetector {
   /**
    * Feeds the caller's audio in order; resolves with the estimated onset (ms on the inbound timeline)
-   * when speech is confirmed, once per run of speech. A push may come before the earlier ones resolved:
+   * when speech is confirmed, once per run of speech, and where it was confirmed (the end of the window
+   * that decided, same timeline) when the detector knows it. A push may come before the earlier ones resolved:
    * they are processed, and resolve, in the order given.
    */
   push(
@@ -24,7 +25,7 @@ export interface OnsetDetector {
       /** How far the reference moved within the span (samples at `sampleRate`; `EchoReference.read`). */
       referenceMoved?: number | undefined;
     },
-  ): Promise<{ onsetMs: number } | undefined>;
+  ): Promise<{ onsetMs: number; detectedMs?: number } | undefined>;
   reset(): void;
   /** The call is over (frees what the detector holds elsewhere, e.g. in a VAD worker). */
   close?(): void;

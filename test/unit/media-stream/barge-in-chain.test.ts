@@ -21,7 +21,7 @@ interface Push {
   samples: number;
   timestampMs: number;
   botAudible: boolean;
-  answer: (onset: { onsetMs: number } | undefined) => void;
+  answer: (onset: { onsetMs: number; detectedMs?: number } | undefined) => void;
 }
 
 /** A detector whose every push waits until the test answers it. */
@@ -89,11 +89,20 @@ describe('BargeInChain', () => {
     const { chain, detector, bargeIns } = setup();
     chain.push(FRAME, 1000);
     await tick();
-    detector.pushes[0]!.answer({ onsetMs: 880 });
+    detector.pushes[0]!.answer({ onsetMs: 880, detectedMs: 1012 });
     await tick();
     expect(bargeIns).toEqual([
-      { utteranceId: 'u1', onsetMs: 880, detectedMs: 1000, playedMs: 640, heardText: 'Hello there' },
+      { utteranceId: 'u1', onsetMs: 880, detectedMs: 1012, playedMs: 640, heardText: 'Hello there' },
     ]);
+  });
+
+  it('an onset without its confirmation time is dated at the end of the chunk that completed it', async () => {
+    const { chain, detector, bargeIns } = setup();
+    chain.push(FRAME, 1000);
+    await tick();
+    detector.pushes[0]!.answer({ onsetMs: 880 });
+    await tick();
+    expect(bargeIns[0]).toMatchObject({ onsetMs: 880, detectedMs: 1020 });
   });
 
   it('an onset with nothing to interrupt reports nothing; the bot inaudible is said to the VAD', async () => {
