@@ -242,8 +242,14 @@ async function runLines(
           const sentAt = caller.onsetSentAt;
           if (clearAt !== undefined && sentAt !== undefined && clearAt >= sentAt) {
             result.onsetToClearMs.push(clearAt - sentAt);
+            // The decision behind the clear: the last one made before the clear came, on the inbound
+            // timeline (where the frame carrying the onset ends is when it went out).
             const frameEnd = caller.onsetFrameEndMs!;
-            const decided = decisions.get(caller.callSid)?.find((d) => d >= frameEnd - 1000);
+            const clearInboundMs = frameEnd + (clearAt - sentAt);
+            const decided = decisions
+              .get(caller.callSid)
+              ?.filter((d) => d >= frameEnd - 1000 && d <= clearInboundMs)
+              .at(-1);
             if (decided !== undefined) {
               result.decidedAfterMs.push(decided - frameEnd);
               result.decisionToClearMs.push(clearAt - sentAt - (decided - frameEnd));
