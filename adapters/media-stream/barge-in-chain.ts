@@ -8,7 +8,7 @@ import type { WireFormat } from '../../src/audio/framer.js';
 import { MAX_ECHO_DELAY_MS } from '../../src/audio/vad/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { InterruptResult } from '../../src/speaker/speaker.js';
-import { decodeCallerAudio, type OnsetDetector } from './caller-audio.js';
+import { decodeCallerAudio, type DetectedOnset, type OnsetDetector } from './caller-audio.js';
 import { EchoReference, type ReferenceSpan } from './echo-reference.js';
 
 /**
@@ -109,7 +109,7 @@ export class BargeInChain {
     const span = this.referenceFor(samples.length, rate, atMs);
     // Handed over at once, not after the previous push resolved: the detector keeps its pushes in
     // order, and one in a VAD worker would otherwise cost the call a round trip per payload.
-    let pushed: Promise<{ onsetMs: number; detectedMs?: number } | undefined>;
+    let pushed: Promise<DetectedOnset | undefined>;
     try {
       pushed = detector.push(samples, {
         timestampMs: atMs,

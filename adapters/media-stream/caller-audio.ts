@@ -4,13 +4,20 @@ import { bytesToInt16 } from '../../src/audio/pcm.js';
 import type { WireFormat } from '../../src/audio/framer.js';
 import type { SpeechTurn } from '../../src/audio/vad/index.js';
 
+/** A confirmed run of the caller's speech, on the inbound timeline (ms). */
+export interface DetectedOnset {
+  /** Where the speech began. */
+  onsetMs: number;
+  /** Where it was confirmed (the end of the window that decided), when the detector says. */
+  detectedMs?: number;
+}
+
 /** Finds the start of speech in the caller's audio (the VAD). One per call. */
 export interface OnsetDetector {
   /**
-   * Feeds the caller's audio in order; resolves with the estimated onset (ms on the inbound timeline)
-   * when speech is confirmed, once per run of speech, and where it was confirmed (the end of the window
-   * that decided, same timeline) when the detector knows it. A push may come before the earlier ones resolved:
-   * they are processed, and resolve, in the order given.
+   * Feeds the caller's audio in order; resolves with the onset when speech is confirmed, once per run
+   * of speech. A push may come before the earlier ones resolved: they are processed, and resolve, in
+   * the order given.
    */
   push(
     samples: Int16Array,
@@ -25,7 +32,7 @@ export interface OnsetDetector {
       /** How far the reference moved within the span (samples at `sampleRate`; `EchoReference.read`). */
       referenceMoved?: number | undefined;
     },
-  ): Promise<{ onsetMs: number; detectedMs?: number } | undefined>;
+  ): Promise<DetectedOnset | undefined>;
   reset(): void;
   /** The call is over (frees what the detector holds elsewhere, e.g. in a VAD worker). */
   close?(): void;

@@ -219,7 +219,7 @@ const INAUDIBLE_GAIN_DB = -45;
 const LOSS_STEP_DB = 0.3;
 const LOSS_MAX_STEP_DB = 3;
 /**
- * Upward, the streak does not speed the loss beyond `LOSS_STEP_DB` a cell (37 dB/s), except for
+ * Upward, the streak does not speed the loss past `LOSS_STEP_DB` a cell (37 dB/s), except for
  * `LOSS_RECOVER_CELLS` of the bot at the delay after the echo left it (a gap in the far end's playout,
  * the reference moved), when the echo may be back at full strength at once. A caller talking over a
  * 6 dB echo in noise 10 dB under the caller is taken for the echo in the windows the margins do not
@@ -231,7 +231,6 @@ const LOSS_MAX_STEP_DB = 3;
  * a 128 ms run, in a build that also took looser first paths) it held false barge-ins down too: 10,
  * 20, 10, 0 and 0 in five runs without it, 2 to 7 in seven with it.
  */
-const LOSS_MAX_UP_STEP_DB = LOSS_STEP_DB;
 const LOSS_RECOVER_CELLS = 250;
 /**
  * While the last cell held the caller, the echo may only get louder by this much a cell (12.5 dB/s),
@@ -1048,8 +1047,10 @@ export class EchoEstimator {
       }
       const streak = this.streak[b]!;
       this.streak[b] = up ? Math.max(1, streak + 1) : Math.min(-1, streak - 1);
-      const most = up && this.recoverCells === 0 ? LOSS_MAX_UP_STEP_DB : LOSS_MAX_STEP_DB;
-      const step = Math.min(most, LOSS_STEP_DB * (1 + Math.abs(this.streak[b]!) / 4));
+      const step =
+        up && this.recoverCells === 0
+          ? LOSS_STEP_DB
+          : Math.min(LOSS_MAX_STEP_DB, LOSS_STEP_DB * (1 + Math.abs(this.streak[b]!) / 4));
       this.lossDb[b] = Math.max(LOSS_FLOOR_DB, Math.min(0, this.lossDb[b]! + (up ? step : -step)));
     }
     if (this.canceller.state === 'locked') this.trackCancellation();

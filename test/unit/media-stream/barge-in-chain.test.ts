@@ -11,7 +11,7 @@ import {
   MAX_VAD_BACKLOG_MS,
   type BargeIn,
 } from '../../../adapters/media-stream/barge-in-chain.js';
-import type { OnsetDetector } from '../../../adapters/media-stream/caller-audio.js';
+import type { DetectedOnset, OnsetDetector } from '../../../adapters/media-stream/caller-audio.js';
 
 const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 /** 20 ms of mu-law silence. */
@@ -21,7 +21,7 @@ interface Push {
   samples: number;
   timestampMs: number;
   botAudible: boolean;
-  answer: (onset: { onsetMs: number; detectedMs?: number } | undefined) => void;
+  answer: (onset: DetectedOnset | undefined) => void;
 }
 
 /** A detector whose every push waits until the test answers it. */
@@ -31,7 +31,7 @@ class ScriptedDetector implements OnsetDetector {
   push(
     samples: Int16Array,
     info: { timestampMs: number; botAudible: boolean },
-  ): Promise<{ onsetMs: number } | undefined> {
+  ): Promise<DetectedOnset | undefined> {
     return new Promise((answer) => this.pushes.push({ samples: samples.length, ...info, answer }));
   }
   reset(): void {
