@@ -151,7 +151,10 @@ export class BargeInChain {
     if (!reference) return undefined;
     const durationMs = (n / rate) * 1000;
     const fromMs = reference.arrived(atMs + durationMs, durationMs);
-    if (!reference.playedWithin(fromMs, ECHO_REACH_MS)) return undefined;
+    if (!reference.playedWithin(fromMs, ECHO_REACH_MS)) {
+      reference.skip();
+      return undefined;
+    }
     return reference.read(fromMs, Math.round((n * reference.sampleRate) / rate));
   }
 

@@ -168,6 +168,17 @@ export class EchoReference {
     return { samples: out, moved };
   }
 
+  /**
+   * A chunk of the caller's audio went by without a read (the bot had been quiet for longer than an
+   * echo lasts): the next read starts where the clock says and moves nothing. Its distance from the
+   * last read is the bot's silence, not a move of the echo against the reference; taken for one, it
+   * threw the echo canceller's taps seconds off at the start of every reply.
+   */
+  skip(): void {
+    this.readIndex = undefined;
+    this.seams.length = 0;
+  }
+
   /** Whether the bot's audio played (or plays) later than `spanMs` before wall time `atMs` + the advance. */
   playedWithin(atMs: number, spanMs: number): boolean {
     return this.writtenToMs > atMs + REFERENCE_ADVANCE_MS - spanMs;

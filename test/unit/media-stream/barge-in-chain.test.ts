@@ -3,6 +3,7 @@
  * order, on the inbound timeline; an onset interrupts the bot; a VAD far behind skips audio; closing
  * stops it.
  */
+import { EventEmitter } from 'node:events';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { WireFormat } from '../../../src/audio/framer.js';
@@ -14,6 +15,7 @@ import {
 import type { DetectedOnset, OnsetDetector } from '../../../adapters/media-stream/caller-audio.js';
 
 const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
+const S16LE_8K: WireFormat = { encoding: 's16le', sampleRate: 8000, channels: 1 };
 /** 20 ms of mu-law silence. */
 const FRAME = new Uint8Array(160).fill(0xff);
 
@@ -147,5 +149,53 @@ describe('BargeInChain', () => {
     expect(chain.push(FRAME)).toBe(true);
     await tick();
     expect(detector.pushes).toHaveLength(2);
+  });
+
+  it('tells no move of the echo when the bot speaks again after a silence longer than an echo lasts', async () => {
+    // The bot's frames as the phone sink writes them (s16le, 8 kHz), placed on a fake wall clock.
+    const clock = { ms: 0, now: () => clock.ms, sleepUntil: async () => {} };
+    const played = new EventEmitter();
+    const pushes: Array<{ timestampMs: number; reference: boolean; moved: number }> = [];
+    const chain = new BargeInChain({
+      detector: {
+        referenceRate: 8000,
+        push: (_samples, info) => {
+          pushes.push({
+            timestampMs: info.timestampMs,
+            reference: info.reference !== undefined,
+            moved: info.referenceMoved ?? 0,
+          });
+          return Promise.resolve(undefined);
+        },
+        reset: () => {},
+      },
+      inbound: MULAW_8K,
+      speaker: { speakingId: 'u1', interrupt: () => ({ interrupted: false, playedMs: 0, heardText: '' }) },
+      sink: { playedMs: () => 0, writtenMs: () => 0 },
+      played: Object.assign(played, { format: S16LE_8K, clock }),
+      onBargeIn: () => {},
+      log: pino({ level: 'silent' }),
+    });
+    const frame = new Uint8Array(new Int16Array(160).fill(1000).buffer);
+    // Two replies of 2 s, the second 5 s after the first ends; the caller's 20 ms chunks arrive 40 ms
+    // after their inbound time throughout, each read against what played.
+    const reply = (fromMs: number): void => {
+      for (let f = 0; f < 100; f++) played.emit('frame', { payload: frame, playAtMs: fromMs + f * 20 });
+    };
+    reply(1000);
+    for (let c = 0; c < 450; c++) {
+      if (c === 350) reply(8000);
+      clock.ms = (c + 1) * 20 + 40;
+      chain.push(FRAME, c * 20);
+    }
+    await tick();
+    // The reference is read while the bot plays or its echo may last, and not in the silence between.
+    const withReference = pushes.filter((p) => p.reference).map((p) => p.timestampMs);
+    expect(withReference.some((t) => t >= 1000 && t < 3000)).toBe(true);
+    expect(withReference.some((t) => t >= 8000)).toBe(true);
+    expect(withReference.some((t) => t >= 5000 && t < 7000)).toBe(false);
+    // Nothing moved: the distance between the last read and the next one is the bot's silence. (Told
+    // as a move of seconds, it threw the echo canceller's taps off at the start of every reply.)
+    expect(pushes.filter((p) => p.moved !== 0)).toEqual([]);
   });
 });
