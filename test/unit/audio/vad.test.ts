@@ -10,6 +10,7 @@ import {
   MAX_QUEUED_WINDOWS,
   SileroModel,
   SpeechOnsetDetector,
+  type SileroRunner,
   type DetectorOptions,
   type SpeechOnset,
   type SpeechTurn,
@@ -215,6 +216,59 @@ describe('SpeechOnsetDetector rules', () => {
       expect(audible, text).not.toHaveLength(0);
       expect(audible[0]!.detectedMs - quiet[0]!.detectedMs).toBeGreaterThanOrEqual(400 - 160 - 64);
     }
+  });
+
+  it('ends a run at echo-only windows on a line whose echo is weak, not on one whose echo is loud', async () => {
+    // A scripted model: Silero says speech (0.95) for every window it is asked about, and the echo
+    // estimator's verdict per window follows the pattern (C: the caller, E: the echo alone), on a path
+    // known with the given loss. The caller's windows are louder than the line, so the gate opens.
+    const run = async (pattern: string, erlDb: number): Promise<SpeechOnset[]> => {
+      const windows = 'E'.repeat(30) + pattern + 'E'.repeat(30);
+      let verdicts = 0;
+      const runner: SileroRunner = {
+        runtime: 'scripted',
+        run: (_input, state) => Promise.resolve({ p: 0.95, state }),
+        echo: () =>
+          Promise.resolve({
+            echo: true,
+            caller: windows[verdicts++] === 'C',
+            converged: true,
+            cautious: false,
+            clean: false,
+            delayMs: 120,
+            erlDb,
+          }),
+        closeEcho: () => {},
+      };
+      const detector = new SpeechOnsetDetector(new SileroModel(runner), {
+        now: () => 0,
+        sampleRate: 8000,
+        echo: true,
+        minSpeechMs: 128,
+      });
+      const random = seeded(9);
+      const found: SpeechOnset[] = [];
+      for (const [w, kind] of [...windows].entries()) {
+        const level = kind === 'C' ? 8000 : 300;
+        const samples = Int16Array.from({ length: 256 }, () => Math.round((random() - 0.5) * level));
+        const onset = await detector.push(samples, {
+          timestampMs: w * 32,
+          botAudible: true,
+          reference: new Int16Array(256).fill(100),
+        });
+        if (onset) found.push(onset);
+      }
+      return found;
+    };
+    // Two windows of the caller, the echo alone for four, two more: four windows of speech within the
+    // run's allowed gap. Where the echo is 6 dB down it may hide the caller between them (a talk-over
+    // on such a line looks like this): a run. Where it is 20 dB down it cannot, and the caller would
+    // show over it: the windows it explains end the run.
+    expect(await run('CCEEEECC', 6)).toHaveLength(1);
+    expect(await run('CCEEEECC', 20)).toHaveLength(0);
+    // One window of the echo inside a run does not end it, and a caller who talks on is heard.
+    expect(await run('CCECC', 20)).toHaveLength(1);
+    expect(await run('CCCCCC', 20)).toHaveLength(1);
   });
 
   it('takes its durations from the options', async () => {
