@@ -170,8 +170,8 @@ const SILENCE_BELOW = 0.35;
 const RUN_GAP_MS = 250;
 /**
  * On a path whose echo comes back this much under the bot (mean loss, dB) or more, windows the echo
- * alone explains end a run of speech from `ECHO_ENDS_RUN_WINDOWS` in a row, rather than counting as a
- * gap in it. So faint an echo cannot hide a caller who talks over it: the caller's syllables show over
+ * alone explains end a run of speech once `ECHO_ENDS_RUN_WINDOWS` of them came since its last window of
+ * speech, rather than counting as a gap in it. So faint an echo cannot hide a caller who talks over it: the caller's syllables show over
  * it, and a run whose speech comes in pairs of windows among the echo's is the echo leaking past the
  * estimator (under load, after a reply placed a few ms off). On a loud echo (6 dB) a talk-over does
  * look like that (`ESEEESSEEES`), and the gap rule stays. Measured with `bench talkers 200`, 5 pairs of
