@@ -170,14 +170,15 @@ const SILENCE_BELOW = 0.35;
 const RUN_GAP_MS = 250;
 /**
  * On a path whose echo comes back this much under the bot (mean loss, dB) or more, windows the echo
- * alone explains end a run of speech once `ECHO_ENDS_RUN_WINDOWS` of them came since its last window of
- * speech, rather than counting as a gap in it. So faint an echo cannot hide a caller who talks over it: the caller's syllables show over
- * it, and a run whose speech comes in pairs of windows among the echo's is the echo leaking past the
- * estimator (under load, after a reply placed a few ms off). On a loud echo (6 dB) a talk-over does
- * look like that (`ESEEESSEEES`), and the gap rule stays. Measured with `bench talkers 200`, 5 pairs of
- * runs without underruns: false barge-ins on echo lines 1, 2, 4, 6 and 1 against 10, 12, 9, 4 and 4
- * (0.3–1.6 against 1.1–3.3 per 10 min of echo); onsets caught 99–100 % both ways. Of 34 false
- * barge-ins traced under load before (6 runs), 32 were on lines of 14–29 dB.
+ * alone explains end a run of speech once `ECHO_ENDS_RUN_WINDOWS` of them came since its last window
+ * of speech, rather than counting as a gap in it. So faint an echo cannot hide a caller who talks over
+ * it: the caller's syllables show over it, and a run whose speech comes in pairs of windows among the
+ * echo's is the echo leaking past the estimator (under load, after a reply placed a few ms off). On a
+ * loud echo (6 dB) a talk-over does look like that (`ESEEESSEEES`), and the gap rule stays. Measured
+ * with `bench talkers 200`, 5 pairs of runs without underruns: false barge-ins on echo lines 1, 2, 4,
+ * 6 and 1 against 10, 12, 9, 4 and 4 (0.3–1.6 against 1.1–3.3 per 10 min of echo); onsets caught
+ * 99–100 % both ways. Of 34 false barge-ins traced under load before (6 runs), 32 were on lines of
+ * 14–29 dB.
  */
 const WEAK_ECHO_ERL_DB = 14;
 const ECHO_ENDS_RUN_WINDOWS = 2;
@@ -454,9 +455,13 @@ export class SpeechOnsetDetector implements SpeechDetector {
       this.suppressor?.listen(w.samples);
       this.idleWindows++;
       onset = this.judge(0, w.startMs, audible, threshold);
-      const weakEcho = w.echoOnly && verdict?.converged === true && (verdict.erlDb ?? 0) >= WEAK_ECHO_ERL_DB;
-      if (weakEcho && this.runStartMs !== undefined && ++this.runEchoWindows >= ECHO_ENDS_RUN_WINDOWS)
-        this.endRun();
+      // Within a run, the windows a faint echo alone explains end it (`WEAK_ECHO_ERL_DB`).
+      const faintEcho =
+        this.runStartMs !== undefined &&
+        w.echoOnly &&
+        verdict?.converged === true &&
+        (verdict.erlDb ?? 0) >= WEAK_ECHO_ERL_DB;
+      if (faintEcho && ++this.runEchoWindows >= ECHO_ENDS_RUN_WINDOWS) this.endRun();
     } else if (wanted && !this.behind(w)) {
       if (this.idleWindows * this.windowMs >= RESET_AFTER_IDLE_MS) this.silero.reset();
       // The windows just before the gate opened may hold the first syllable: speech there moves the
