@@ -186,17 +186,17 @@ const ECHO_ENDS_RUN_WINDOWS = 2;
  * A run whose windows all came in a row, each at this probability or more and none where the bot's
  * echo may be, needs one window less of speech than `minSpeechMs` (96 ms of a 128 ms run): Silero that
  * sure from the first window on, with no pause, is a syllable, not the noise, hum or tones that hold it
- * at 0.3–0.6. Where the echo may be (`OVER_ECHO_THRESHOLD`) Silero is as sure of the echo under anything
- * else: a pop over a 12 dB echo made windows of 0.91, 0.97 and 0.56 (`echo.test.ts`), and under load
- * the echo leaking past the estimator after gaps in the far end's playout cut the bot more often
- * (`bench talkers 200`, the rule over the echo too, 4 pairs: false barge-ins 42–97 a run against
- * 0–60). Nor does it shorten the cautious rule (`minSpeechWhileAudibleMs`). Measured offline (81 talk-overs on lines
- * without echo, 406 over 15 echo lines of 40–300 ms and 6–30 dB, no noise to 10 dB SNR, the bot
- * talking): onset → decision p50 / p95 159 / 234 → 159 / 221 ms without echo, 159 / 257 → 150 / 254
- * with it; barge-ins on 45 min of the echo alone with a gap in the far end's playout every 3–6 s
- * 204 → 206; runs on 80 min of non-speech at 8 kHz 2 → 2, 40 min at 16 kHz 0 → 0. `bench vad` (the
- * bot silent, 336 onsets a rate): p50 / p95 151 / 237 → 120 / 235 ms at 8 kHz, 120 / 205 → 120 / 179
- * at 16 kHz. `bench echo-lines`, one pair: onset → clear p95 on lines without echo 244 → 227 ms.
+ * at 0.3–0.6. Where the echo may be (`OVER_ECHO_THRESHOLD`) Silero is as sure of the echo under
+ * anything else: a pop over a 12 dB echo made windows of 0.91, 0.97 and 0.56 (`echo.test.ts`), and
+ * under load the echo leaking past the estimator after gaps in the far end's playout cut the bot more
+ * often (`bench talkers 200`, the rule over the echo too, 4 pairs: false barge-ins 42–97 a run against
+ * 0–60). Nor does it shorten the cautious rule (`minSpeechWhileAudibleMs`). Measured offline (81
+ * talk-overs on lines without echo, 406 over 15 echo lines of 40–300 ms and 6–30 dB, no noise to 10 dB
+ * SNR, the bot talking): onset → decision p50 / p95 159 / 234 → 159 / 221 ms without echo, 159 / 257
+ * → 150 / 254 with it; barge-ins on 45 min of the echo alone with a gap in the far end's playout every
+ * 3–6 s 204 → 206; runs on 80 min of non-speech at 8 kHz 2 → 2, 40 min at 16 kHz 0 → 0. `bench vad`
+ * (the bot silent, 336 onsets a rate): p50 / p95 151 / 237 → 120 / 235 ms at 8 kHz, 120 / 205 → 120 /
+ * 179 at 16 kHz. `bench echo-lines`, one pair: onset → clear p95 on lines without echo 244 → 227 ms.
  */
 const SURE_SPEECH = 0.8;
 /** Silence that re-arms detection after an onset was reported (ms). */
