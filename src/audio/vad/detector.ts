@@ -182,23 +182,6 @@ const RUN_GAP_MS = 250;
  */
 const WEAK_ECHO_ERL_DB = 14;
 const ECHO_ENDS_RUN_WINDOWS = 2;
-/**
- * A run whose windows all came in a row, each at this probability or more and none where the bot's
- * echo may be, needs one window less of speech than `minSpeechMs` (96 ms of a 128 ms run): Silero that
- * sure from the first window on, with no pause, is a syllable, not the noise, hum or tones that hold it
- * at 0.3–0.6. Where the echo may be (`OVER_ECHO_THRESHOLD`) Silero is as sure of the echo under
- * anything else: a pop over a 12 dB echo made windows of 0.91, 0.97 and 0.56 (`echo.test.ts`), and
- * under load the echo leaking past the estimator after gaps in the far end's playout cut the bot more
- * often (`bench talkers 200`, the rule over the echo too, 4 pairs: false barge-ins 42–97 a run against
- * 0–60). Nor does it shorten the cautious rule (`minSpeechWhileAudibleMs`). Measured offline (81
- * talk-overs on lines without echo, 406 over 15 echo lines of 40–300 ms and 6–30 dB, no noise to 10 dB
- * SNR, the bot talking): onset → decision p50 / p95 159 / 234 → 159 / 221 ms without echo, 159 / 257
- * → 150 / 254 with it; barge-ins on 45 min of the echo alone with a gap in the far end's playout every
- * 3–6 s 204 → 206; runs on 80 min of non-speech at 8 kHz 2 → 2, 40 min at 16 kHz 0 → 0. `bench vad`
- * (the bot silent, 336 onsets a rate): p50 / p95 151 / 237 → 120 / 235 ms at 8 kHz, 120 / 205 → 120 /
- * 179 at 16 kHz. `bench echo-lines`, one pair: onset → clear p95 on lines without echo 244 → 227 ms.
- */
-const SURE_SPEECH = 0.8;
 /** Silence that re-arms detection after an onset was reported (ms). */
 const REARM_SILENCE_MS = 300;
 /** Windows kept before the gate opens and checked first, so the onset is not missed by the gate. */
@@ -239,8 +222,6 @@ interface Window {
   notSpeech?: boolean;
   /** Set once processed: the probability at which it is speech (higher where the echo may be). */
   threshold?: number;
-  /** Set once processed: the bot's echo may be in it. */
-  overEcho?: boolean;
   /** How long its push waited before it reached the detector (ms). */
   waitedMs: number;
 }
@@ -284,8 +265,6 @@ export class SpeechOnsetDetector implements SpeechDetector {
   private runSpeechMs = 0;
   private runGapMs = 0;
   private runEchoWindows = 0;
-  /** Every window of the run so far came in a row at `SURE_SPEECH` or more. */
-  private runSure = false;
   private runPeak = 0;
   private reported = false;
   private silenceMs = 0;
@@ -457,7 +436,6 @@ export class SpeechOnsetDetector implements SpeechDetector {
     const overEcho = verdict === undefined ? botAudible : verdict.echo && !verdict.clean;
     const threshold = overEcho ? this.overEchoThreshold : this.threshold;
     w.threshold = threshold;
-    w.overEcho = overEcho;
     const open = this.gate.open(w.samples);
     this.gateClosedMs = open ? 0 : this.gateClosedMs + this.windowMs;
     // Silero keeps listening through a run of speech and briefly after the gate closes (the gaps
@@ -502,13 +480,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
         if (pe === undefined) break;
         const earlierThreshold = earlier.threshold ?? threshold;
         if (judgeEarlier && !earlier.notSpeech && pe >= earlierThreshold)
-          onset ??= this.judge(
-            pe,
-            earlier.startMs,
-            audible,
-            earlierThreshold,
-            !(earlier.overEcho ?? overEcho),
-          );
+          onset ??= this.judge(pe, earlier.startMs, audible, earlierThreshold);
       }
       this.idleWindows = 0;
       const p = await this.infer(heard);
@@ -516,7 +488,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
       onset ??=
         p === undefined
           ? this.gateAlone(open, w.startMs, audible, threshold)
-          : this.judge(p, w.startMs, audible, threshold, !overEcho);
+          : this.judge(p, w.startMs, audible, threshold);
     } else {
       this.suppressor?.listen(w.samples);
       this.idleWindows++;
@@ -574,6 +546,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     return this.queued > MAX_QUEUED_WINDOWS || this.lagMs > MAX_LAG_MS || w.waitedMs > MAX_LAG_MS;
   }
 
+  /** Folds one window's probability into the current run; an onset when the run is long enough. */
   /**
    * The end of a turn: `endOfTurnMs` of quiet windows in a row, a window being quiet when the gate
    * finds nothing above the line's noise or Silero finds no speech in it. The gate reacts to the end
@@ -595,29 +568,16 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.onTurnEnd?.(turn);
   }
 
-  /**
-   * Folds one window's probability into the current run; an onset when the run is long enough.
-   * `mayBeSure`: a window Silero judged where the echo cannot be, which may count for `SURE_SPEECH`.
-   */
-  private judge(
-    p: number,
-    startMs: number,
-    botAudible: boolean,
-    threshold: number,
-    mayBeSure = false,
-  ): SpeechOnset | undefined {
+  private judge(p: number, startMs: number, botAudible: boolean, threshold: number): SpeechOnset | undefined {
     this.lastP = p;
     if (p >= threshold) {
       this.silenceMs = 0;
       this.runGapMs = 0;
       this.runEchoWindows = 0;
-      this.runSure = (this.runStartMs === undefined || this.runSure) && mayBeSure && p >= SURE_SPEECH;
       this.runStartMs ??= startMs;
       this.runSpeechMs += this.windowMs;
       this.runPeak = Math.max(this.runPeak, p);
-      const needed = botAudible
-        ? this.minSpeechWhileAudibleMs
-        : this.minSpeechMs - (this.runSure ? this.windowMs : 0);
+      const needed = botAudible ? this.minSpeechWhileAudibleMs : this.minSpeechMs;
       if (!this.reported && this.runSpeechMs >= needed && this.runPeak >= RUN_PEAK) {
         this.reported = true;
         this.turnStartMs ??= this.runStartMs;
@@ -630,7 +590,6 @@ export class SpeechOnsetDetector implements SpeechDetector {
       if (this.silenceMs >= REARM_SILENCE_MS) this.reported = false;
     }
     if (this.runStartMs !== undefined) {
-      this.runSure = false;
       this.runGapMs += this.windowMs;
       if (this.runGapMs > RUN_GAP_MS) this.endRun();
     }
@@ -639,7 +598,6 @@ export class SpeechOnsetDetector implements SpeechDetector {
 
   private endRun(): void {
     this.runEchoWindows = 0;
-    this.runSure = false;
     this.runStartMs = undefined;
     this.runSpeechMs = 0;
     this.runGapMs = 0;

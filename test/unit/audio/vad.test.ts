@@ -271,65 +271,6 @@ describe('SpeechOnsetDetector rules', () => {
     expect(await run('CCCCCC', 20)).toHaveLength(1);
   });
 
-  it('needs one window less of a run sure of itself from its first window on, but not over the echo nor under the cautious rule', async () => {
-    // A scripted model: the probability follows each window's loudness (S: 0.95, s: 0.6, '.': the line's
-    // noise, 0.05), after a second of the line's noise. Over the echo, the estimator finds the bot's echo
-    // in every window and something it does not explain (the caller) in the loud ones.
-    const decidedAfter = async (pattern: string, line: 'quiet' | 'echo' | 'cautious'): Promise<number[]> => {
-      const windows = '.'.repeat(30) + pattern;
-      let verdicts = 0;
-      const runner: SileroRunner = {
-        runtime: 'scripted',
-        run: (input, state) => {
-          let peak = 0;
-          for (const v of input.subarray(input.length - 256)) peak = Math.max(peak, Math.abs(v));
-          return Promise.resolve({ p: peak > 0.18 ? 0.95 : peak > 0.06 ? 0.6 : 0.05, state });
-        },
-        echo: () =>
-          Promise.resolve({
-            echo: true,
-            caller: windows[verdicts++] !== '.',
-            converged: true,
-            cautious: false,
-            clean: false,
-            delayMs: 120,
-            erlDb: 12,
-          }),
-        closeEcho: () => {},
-      };
-      const detector = new SpeechOnsetDetector(new SileroModel(runner), {
-        now: () => 0,
-        sampleRate: 8000,
-        denoise: false,
-        echo: line === 'echo',
-        minSpeechMs: 128,
-        minSpeechWhileAudibleMs: 400,
-      });
-      const random = seeded(4);
-      const found: number[] = [];
-      for (const [w, kind] of [...windows].entries()) {
-        const level = kind === 'S' ? 9000 : kind === 's' ? 4500 : 300;
-        const samples = Int16Array.from({ length: 256 }, () => Math.round((random() * 2 - 1) * level));
-        const onset = await detector.push(samples, {
-          timestampMs: w * 32,
-          botAudible: line !== 'quiet',
-          reference: line === 'echo' ? new Int16Array(256).fill(100) : undefined,
-        });
-        if (onset) found.push(onset.detectedMs - onset.onsetMs);
-      }
-      return found;
-    };
-    // Sure from the first window, in a row: three windows (96 ms) of a 128 ms run.
-    expect(await decidedAfter('SSSSSS', 'quiet')).toEqual([96]);
-    // A window under 0.8, or a pause, and the run needs its 128 ms of speech.
-    expect(await decidedAfter('SsSSSS', 'quiet')).toEqual([128]);
-    expect(await decidedAfter('SS.SSS', 'quiet')).toEqual([160]);
-    // Over the echo, Silero is as sure of the echo under a pop: 128 ms.
-    expect(await decidedAfter('SSSSSS', 'echo')).toEqual([128]);
-    // The cautious rule (the bot audible, its echo not told apart) is not shortened: 13 windows.
-    expect(await decidedAfter('S'.repeat(20), 'cautious')).toEqual([416]);
-  });
-
   it('takes its durations from the options', async () => {
     const u = await noisyUtterance('Hello there, this goes on.', VOICES[0]!, 8000, 30, 3);
     const found = async (options: Partial<DetectorOptions>): Promise<SpeechOnset[]> =>
