@@ -182,6 +182,20 @@ const RUN_GAP_MS = 250;
  */
 const WEAK_ECHO_ERL_DB = 14;
 const ECHO_ENDS_RUN_WINDOWS = 2;
+/**
+ * A run of speech takes in up to `LEAD_IN_WINDOWS` windows just before it that Silero heard over the
+ * line (the gate open; no echo alone, tone or click there) and put at `LEAD_IN_MIN_P` or more, short of
+ * speech: the first consonants (the /ɛks/ of "Excuse me", a breathy "Sorry"), where Silero says speech
+ * from the vowel on. They count toward its length, so the vowel confirms it sooner. Measured offline
+ * (18 lines of 40–300 ms and 6–30 dB echo and without, no noise to 10 dB SNR, through G.711; 487
+ * talk-overs of 8 utterances × 7 voices; onset → decision p50 / p95 ms): lines without echo 159 / 234
+ * → 142 / 222, echo lines 157 / 257 → 150 / 253; echo alone (90 min) 1 barge-in as before, with a
+ * playout gap every 3–6 s (45 min) 204 → 208; non-speech (8 × 10 min at 8 and at 16 kHz) 2 and 0 runs
+ * as before. At 0 instead of 0.1: 137 / 215 without echo, but 0 → 3 runs on non-speech at 16 kHz.
+ * Kept off the windows over the echo, it gained nothing.
+ */
+const LEAD_IN_WINDOWS = 2;
+const LEAD_IN_MIN_P = 0.1;
 /** Silence that re-arms detection after an onset was reported (ms). */
 const REARM_SILENCE_MS = 300;
 /** Windows kept before the gate opens and checked first, so the onset is not missed by the gate. */
@@ -266,6 +280,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
   private runGapMs = 0;
   private runEchoWindows = 0;
   private runPeak = 0;
+  /** Windows in a row, up to the last, that may lead into a run of speech (`LEAD_IN_WINDOWS`). */
+  private leadIn = 0;
   private reported = false;
   private silenceMs = 0;
   private queued = 0;
@@ -488,7 +504,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
       onset ??=
         p === undefined
           ? this.gateAlone(open, w.startMs, audible, threshold)
-          : this.judge(p, w.startMs, audible, threshold);
+          : this.judge(p, w.startMs, audible, threshold, open);
     } else {
       this.suppressor?.listen(w.samples);
       this.idleWindows++;
@@ -538,6 +554,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
   ): SpeechOnset | undefined {
     if (!open) return this.judge(0, startMs, botAudible, threshold);
     if (this.runStartMs !== undefined) return this.judge(threshold, startMs, botAudible, threshold);
+    // Unheard: no lead into a run.
+    this.leadIn = 0;
     return undefined;
   }
 
@@ -568,13 +586,25 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.onTurnEnd?.(turn);
   }
 
-  private judge(p: number, startMs: number, botAudible: boolean, threshold: number): SpeechOnset | undefined {
+  private judge(
+    p: number,
+    startMs: number,
+    botAudible: boolean,
+    threshold: number,
+    /** Silero heard the window over the line: it may lead into a run. */
+    leadIn = false,
+  ): SpeechOnset | undefined {
     this.lastP = p;
     if (p >= threshold) {
       this.silenceMs = 0;
       this.runGapMs = 0;
       this.runEchoWindows = 0;
-      this.runStartMs ??= startMs;
+      if (this.runStartMs === undefined) {
+        const credit = Math.min(this.leadIn, LEAD_IN_WINDOWS);
+        this.runStartMs = startMs - credit * this.windowMs;
+        this.runSpeechMs += credit * this.windowMs;
+      }
+      this.leadIn = 0;
       this.runSpeechMs += this.windowMs;
       this.runPeak = Math.max(this.runPeak, p);
       const needed = botAudible ? this.minSpeechWhileAudibleMs : this.minSpeechMs;
@@ -585,6 +615,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
       }
       return undefined;
     }
+    this.leadIn = leadIn && p >= LEAD_IN_MIN_P && this.runStartMs === undefined ? this.leadIn + 1 : 0;
     if (p < this.silenceBelow) {
       this.silenceMs += this.windowMs;
       if (this.silenceMs >= REARM_SILENCE_MS) this.reported = false;
@@ -597,6 +628,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
   }
 
   private endRun(): void {
+    this.leadIn = 0;
     this.runEchoWindows = 0;
     this.runStartMs = undefined;
     this.runSpeechMs = 0;

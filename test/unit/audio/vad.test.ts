@@ -271,6 +271,63 @@ describe('SpeechOnsetDetector rules', () => {
     expect(await run('CCCCCC', 20)).toHaveLength(1);
   });
 
+  it('counts up to two windows of a first consonant Silero hears short of speech into the run', async () => {
+    // A scripted model that hears the window's level: quiet (the line, _) 0.02, a consonant's hiss (h)
+    // 0.2 or, softer (f), 0.05, too little to lead in; a vowel (V) 0.95. The run needs 128 ms.
+    const LEVEL: Record<string, number> = { _: 300, f: 1500, h: 6000, V: 16_000 };
+    const run = async (pattern: string): Promise<SpeechOnset[]> => {
+      const windows = '_'.repeat(30) + pattern + '_'.repeat(12);
+      const runner: SileroRunner = {
+        runtime: 'scripted',
+        run: (input, state) => {
+          let sum = 0;
+          for (let i = input.length - 256; i < input.length; i++) sum += input[i]! ** 2;
+          const rms = Math.sqrt(sum / 256) * 32768;
+          const p = rms > 10_000 ? 0.95 : rms > 3000 ? 0.2 : rms > 800 ? 0.05 : 0.02;
+          return Promise.resolve({ p, state });
+        },
+        echo: () => Promise.reject(new Error('no echo here')),
+        closeEcho: () => {},
+      };
+      const detector = new SpeechOnsetDetector(new SileroModel(runner), {
+        now: () => 0,
+        sampleRate: 8000,
+        denoise: false,
+      });
+      const random = seeded(4);
+      const found: SpeechOnset[] = [];
+      for (const [w, kind] of [...windows].entries()) {
+        // White noise at the level's RMS (uniform: RMS = range / √12).
+        const rms = LEVEL[kind]!;
+        const samples = Int16Array.from({ length: 256 }, () =>
+          Math.round((random() - 0.5) * rms * Math.sqrt(12)),
+        );
+        const onset = await detector.push(samples, { timestampMs: w * 32, botAudible: false });
+        if (onset) found.push(onset);
+      }
+      return found;
+    };
+    const at = (window: number): number => (30 + window) * 32;
+    // Two windows of hiss then two of the vowel: 128 ms, confirmed at the vowel's second window, the
+    // onset where the hiss began.
+    expect(await run('hhVV')).toEqual([
+      expect.objectContaining({ onsetMs: at(0), detectedMs: at(4) }) as SpeechOnset,
+    ]);
+    // Three windows of hiss: two count.
+    expect(await run('hhhVV')).toEqual([
+      expect.objectContaining({ onsetMs: at(1), detectedMs: at(5) }) as SpeechOnset,
+    ]);
+    // Without the hiss, or with one Silero all but rules out, the vowel needs four windows of its own.
+    expect(await run('VV')).toHaveLength(0);
+    expect(await run('ffVV')).toHaveLength(0);
+    expect(await run('ffVVVV')).toEqual([
+      expect.objectContaining({ onsetMs: at(2), detectedMs: at(6) }) as SpeechOnset,
+    ]);
+    // Hiss alone is no speech; nor is hiss, a pause, and a vowel too short without it.
+    expect(await run('hhhhhhhh')).toHaveLength(0);
+    expect(await run('hh_VV')).toHaveLength(0);
+  });
+
   it('takes its durations from the options', async () => {
     const u = await noisyUtterance('Hello there, this goes on.', VOICES[0]!, 8000, 30, 3);
     const found = async (options: Partial<DetectorOptions>): Promise<SpeechOnset[]> =>
