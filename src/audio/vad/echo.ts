@@ -437,6 +437,11 @@ export class EchoEstimator {
   private readonly refBits = new Uint32Array(HISTORY);
   private readonly refActive = new Uint8Array(HISTORY);
   private head = 0;
+  /**
+   * Per band, the loudest of the newest `UNKNOWN_LAGS` reference cells (the echo while no delay is
+   * known), kept as the cells come in: a scan of them every cell cost more than the rest of the verdict.
+   */
+  private readonly refPeak = new SlidingMax(BANDS, UNKNOWN_LAGS);
   private readonly refMean = new Float64Array(BANDS);
   private readonly inMean = new Float64Array(BANDS);
   /** Per lag: leaky mean of the bit distance (fraction of bands), and how many updates. */
@@ -615,6 +620,7 @@ export class EchoEstimator {
     this.refBits.fill(0);
     this.refActive.fill(0);
     this.head = 0;
+    this.refPeak.clear();
     this.distance.fill(0.5);
     this.updates.fill(0);
     this.delayCells = undefined;
@@ -795,6 +801,7 @@ export class EchoEstimator {
       if (refOn) this.refMean[b] = this.refMean[b]! + MEAN_ALPHA * (l - this.refMean[b]!);
       if (l > this.refMean[b]!) refBits |= 1 << b;
     }
+    this.refPeak.push(this.refPower, at);
     this.refBits[this.head] = refBits;
     this.refActive[this.head] = refOn ? 1 : 0;
     // The caller's side: noise floor, and bits.
@@ -1128,15 +1135,9 @@ export class EchoEstimator {
           resTotal += this.resLine[b]!;
         }
       } else {
-        // The newest UNKNOWN_LAGS cells of the ring, oldest first.
-        e = 0;
-        for (
-          let i = 0, at = this.slot(UNKNOWN_LAGS - 1);
-          i < UNKNOWN_LAGS;
-          i++, at = at + 1 === HISTORY ? 0 : at + 1
-        )
-          e = Math.max(e, this.refPower[at * BANDS + b]!);
-        e *= unknownGain;
+        // The newest UNKNOWN_LAGS cells of the ring. Slots of the ring not written since the reset
+        // hold 0, and no power is less: the loudest of the cells written is the loudest of the slots.
+        e = this.refPeak.max(b) * unknownGain;
       }
       echo[b] = e;
       echoTotal += e;
@@ -1166,5 +1167,70 @@ export class EchoEstimator {
     return (
       (echoTotal >= noiseTotal * ECHO_VS_NOISE ? CELL_ECHO : 0) | (over >= CALLER_BANDS ? CELL_CALLER : 0)
     );
+  }
+}
+
+/**
+ * Per lane, the largest of the last `span` values pushed (0 before any; the values must not be NaN):
+ * a monotonic deque per lane, of the values that may still be the largest, oldest and largest first,
+ * each with when it was pushed. Amortised a few steps a value, where a scan costs `span`.
+ */
+class SlidingMax {
+  /** Per lane, a ring of `span` entries from `first` on, `count` of them: the values and their times. */
+  private readonly values: Float64Array;
+  private readonly times: Float64Array;
+  private readonly first: Int32Array;
+  private readonly count: Int32Array;
+  /** Values pushed per lane since the last clear. */
+  private pushed = 0;
+
+  constructor(
+    private readonly lanes: number,
+    private readonly span: number,
+  ) {
+    this.values = new Float64Array(lanes * span);
+    this.times = new Float64Array(lanes * span);
+    this.first = new Int32Array(lanes);
+    this.count = new Int32Array(lanes);
+  }
+
+  /** The next value of each lane: `from[at + lane]`. */
+  push(from: Float64Array, at: number): void {
+    const { values, times, span } = this;
+    const now = this.pushed++;
+    for (let lane = 0; lane < this.lanes; lane++) {
+      const base = lane * span;
+      let first = this.first[lane]!;
+      let count = this.count[lane]!;
+      // The oldest leaves the window (one at most: times are consecutive).
+      if (count > 0 && times[base + first]! <= now - span) {
+        first = first + 1 === span ? 0 : first + 1;
+        count--;
+      }
+      // Those no larger than the new value can no longer be the largest.
+      const v = from[at + lane]!;
+      while (count > 0) {
+        const last = first + count - 1;
+        if (values[base + (last >= span ? last - span : last)]! > v) break;
+        count--;
+      }
+      const end = first + count;
+      const slot = base + (end >= span ? end - span : end);
+      values[slot] = v;
+      times[slot] = now;
+      this.first[lane] = first;
+      this.count[lane] = count + 1;
+    }
+  }
+
+  /** The largest of lane `lane`'s last `span` values. */
+  max(lane: number): number {
+    return this.count[lane]! > 0 ? this.values[lane * this.span + this.first[lane]!]! : 0;
+  }
+
+  clear(): void {
+    this.first.fill(0);
+    this.count.fill(0);
+    this.pushed = 0;
   }
 }
