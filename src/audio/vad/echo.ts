@@ -500,6 +500,12 @@ export class EchoEstimator {
   /** Per band: the echo's gain (dB) and the median tracker's streak (signed). */
   private readonly lossDb = new Float64Array(BANDS).fill(LOSS_START_DB);
   private readonly streak = new Int32Array(BANDS);
+  /**
+   * Per band, the echo's gain as a power ratio (`lossGain`) and the loss it was taken from: read two or
+   * three times a cell, the loss changing at most once.
+   */
+  private readonly gain = new Float64Array(BANDS);
+  private readonly gainOfDb = new Float64Array(BANDS).fill(Number.NaN);
   private readonly smoothed = new Float64Array(BANDS);
   private readonly noise = new Float64Array(BANDS);
   /** Minimum of the smoothed power per band in the current block, and in the one before. */
@@ -972,7 +978,7 @@ export class EchoEstimator {
     if (this.refActive[this.slot(delay)] === 1)
       for (let b = 0; b < BANDS; b++) {
         const noise = this.noise[b]! * NOISE_BIAS;
-        const echo = this.refAround(b, delay, LOSS_SLOP_CELLS) * 10 ** (this.lossDb[b]! / 10);
+        const echo = this.refAround(b, delay, LOSS_SLOP_CELLS) * this.lossGain(b);
         if (echo < noise * GAP_SHOWS) continue;
         shows++;
         if (this.inBands[b]! < noise * GAP_MISSING) missing++;
@@ -1000,6 +1006,17 @@ export class EchoEstimator {
     let sum = 0;
     for (const l of this.lossDb) sum += l;
     return sum / BANDS;
+  }
+
+  /** The echo's gain in band `b` as it is now: `10 ** (lossDb / 10)`, worked out when the loss changed. */
+  private lossGain(b: number): number {
+    const db = this.lossDb[b]!;
+    // Only ±0 are equal and differ, and both give 1.
+    if (db !== this.gainOfDb[b]) {
+      this.gainOfDb[b] = db;
+      this.gain[b] = 10 ** (db / 10);
+    }
+    return this.gain[b]!;
   }
 
   /** The loudest reference band `b` within `slop` cells of the delay. */
@@ -1046,7 +1063,7 @@ export class EchoEstimator {
       let up: boolean;
       if (above > noise) up = 10 * Math.log10(above / ref) > this.lossDb[b]!;
       // At the noise floor: evidence only when the echo, as estimated, would have shown above it.
-      else if (ref * 10 ** (this.lossDb[b]! / 10) > noise) up = false;
+      else if (ref * this.lossGain(b) > noise) up = false;
       else continue;
       if (up && this.callerBefore) {
         this.lossDb[b] = Math.min(0, this.lossDb[b]! + LOSS_CALLER_STEP_DB);
@@ -1128,7 +1145,7 @@ export class EchoEstimator {
           this.startCells > 0
             ? this.refOver(b, this.wideLo, this.wideHi)
             : this.refAround(b, delay, SLOP_CELLS);
-        e = ref * 10 ** (this.lossDb[b]! / 10);
+        e = ref * this.lossGain(b);
         if (cancelling) {
           const left = Math.min(1, Math.max(MAX_CANCELLATION, 10 ** (this.cancelLeftDb[b]! / 10)));
           this.resLine[b] = e * left;
