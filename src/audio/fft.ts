@@ -1,32 +1,42 @@
 /**
  * In-place iterative radix-2 FFT of a power-of-two length: the one FFT of the project (the echo
- * estimator's band energies, the tests' spectral centroid). Twiddle factors are computed once per
- * length and kept.
+ * estimator's band energies, the noise suppressor's, the tests' spectral centroid). What a length
+ * needs (twiddle factors, the bit-reversal swaps) is worked out once, as its `FftPlan`.
  */
-const twiddles = new Map<number, { cos: Float64Array; sin: Float64Array }>();
+export class FftPlan {
+  readonly size: number;
+  private readonly cos: Float64Array;
+  private readonly sin: Float64Array;
+  /** The bit-reversal permutation as the pairs it swaps (i < j), flat. */
+  private readonly swaps: Uint32Array;
 
-function twiddlesFor(n: number): { cos: Float64Array; sin: Float64Array } {
-  let t = twiddles.get(n);
-  if (!t) {
-    t = { cos: new Float64Array(n / 2), sin: new Float64Array(n / 2) };
+  constructor(n: number) {
+    if ((n & (n - 1)) !== 0) throw new RangeError(`FFT length ${n} is not a power of two`);
+    this.size = n;
+    this.cos = new Float64Array(n / 2);
+    this.sin = new Float64Array(n / 2);
     for (let k = 0; k < n / 2; k++) {
-      t.cos[k] = Math.cos((-2 * Math.PI * k) / n);
-      t.sin[k] = Math.sin((-2 * Math.PI * k) / n);
+      this.cos[k] = Math.cos((-2 * Math.PI * k) / n);
+      this.sin[k] = Math.sin((-2 * Math.PI * k) / n);
     }
-    twiddles.set(n, t);
+    const swaps: number[] = [];
+    for (let i = 1, j = 0; i < n; i++) {
+      let bit = n >> 1;
+      for (; j & bit; bit >>= 1) j ^= bit;
+      j ^= bit;
+      if (i < j) swaps.push(i, j);
+    }
+    this.swaps = Uint32Array.from(swaps);
   }
-  return t;
-}
 
-/** Transforms `re` + i·`im` in place (forward, unscaled). Their length must be a power of two. */
-export function fft(re: Float64Array, im: Float64Array): void {
-  const n = re.length;
-  if (n !== im.length || (n & (n - 1)) !== 0) throw new RangeError(`FFT length ${n} is not a power of two`);
-  for (let i = 1, j = 0; i < n; i++) {
-    let bit = n >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) {
+  /** Transforms `re` + i·`im` in place (forward, unscaled); both `size` long. */
+  transform(re: Float64Array, im: Float64Array): void {
+    const n = this.size;
+    if (re.length !== n || im.length !== n) throw new RangeError(`FFT length ${re.length} is not ${n}`);
+    const { cos, sin, swaps } = this;
+    for (let s = 0; s < swaps.length; s += 2) {
+      const i = swaps[s]!;
+      const j = swaps[s + 1]!;
       const r = re[i]!;
       re[i] = re[j]!;
       re[j] = r;
@@ -34,24 +44,37 @@ export function fft(re: Float64Array, im: Float64Array): void {
       im[i] = im[j]!;
       im[j] = m;
     }
-  }
-  const { cos, sin } = twiddlesFor(n);
-  for (let size = 2; size <= n; size <<= 1) {
-    const half = size >> 1;
-    const stride = n / size;
-    for (let k = 0; k < half; k++) {
-      const wr = cos[k * stride]!;
-      const wi = sin[k * stride]!;
-      for (let start = 0; start < n; start += size) {
-        const a = start + k;
-        const b = a + half;
-        const tr = re[b]! * wr - im[b]! * wi;
-        const ti = re[b]! * wi + im[b]! * wr;
-        re[b] = re[a]! - tr;
-        im[b] = im[a]! - ti;
-        re[a] = re[a]! + tr;
-        im[a] = im[a]! + ti;
+    for (let size = 2; size <= n; size <<= 1) {
+      const half = size >> 1;
+      const stride = n / size;
+      for (let k = 0; k < half; k++) {
+        const wr = cos[k * stride]!;
+        const wi = sin[k * stride]!;
+        for (let start = 0; start < n; start += size) {
+          const a = start + k;
+          const b = a + half;
+          const tr = re[b]! * wr - im[b]! * wi;
+          const ti = re[b]! * wi + im[b]! * wr;
+          re[b] = re[a]! - tr;
+          im[b] = im[a]! - ti;
+          re[a] = re[a]! + tr;
+          im[a] = im[a]! + ti;
+        }
       }
     }
   }
+}
+
+const plans = new Map<number, FftPlan>();
+
+/** Transforms `re` + i·`im` in place (forward, unscaled). Their length must be a power of two. */
+export function fft(re: Float64Array, im: Float64Array): void {
+  const n = re.length;
+  if (n !== im.length || (n & (n - 1)) !== 0) throw new RangeError(`FFT length ${n} is not a power of two`);
+  let plan = plans.get(n);
+  if (!plan) {
+    plan = new FftPlan(n);
+    plans.set(n, plan);
+  }
+  plan.transform(re, im);
 }
