@@ -447,6 +447,8 @@ export class EchoEstimator {
   private readonly refPeak = new SlidingMax(BANDS, UNKNOWN_LAGS);
   private readonly refMean = new Float64Array(BANDS);
   private readonly inMean = new Float64Array(BANDS);
+  /** This cell's log band powers of the caller's audio, for its running means. */
+  private readonly inLog = new Float64Array(BANDS);
   /** Per lag: leaky mean of the bit distance (fraction of bands), and how many updates. */
   private readonly distance = new Float64Array(LAGS).fill(0.5);
   private readonly updates = new Uint32Array(LAGS);
@@ -828,6 +830,7 @@ export class EchoEstimator {
       this.noise[b] = Math.min(this.blockMin[b]!, this.previousMin[b]!);
       noiseTotal += this.noise[b]! * NOISE_BIAS;
       const l = Math.log(p + 1e-3);
+      this.inLog[b] = l;
       if (!this.started) this.inMean[b] = l;
       if (l > this.inMean[b]!) inBits |= 1 << b;
     }
@@ -838,10 +841,8 @@ export class EchoEstimator {
     }
     const inOn = inTotal > noiseTotal * IN_ACTIVE;
     if (inOn)
-      for (let b = 0; b < BANDS; b++) {
-        const l = Math.log(this.inBands[b]! + 1e-3);
-        this.inMean[b] = this.inMean[b]! + MEAN_ALPHA * (l - this.inMean[b]!);
-      }
+      for (let b = 0; b < BANDS; b++)
+        this.inMean[b] = this.inMean[b]! + MEAN_ALPHA * (this.inLog[b]! - this.inMean[b]!);
     if (refOn) {
       this.activeCells++;
       const overDb = Math.max(-10, Math.min(30, 10 * Math.log10((inTotal + 1e-6) / (noiseTotal + 1e-6))));
