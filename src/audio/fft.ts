@@ -67,14 +67,19 @@ export class FftPlan {
 
 const plans = new Map<number, FftPlan>();
 
-/** Transforms `re` + i·`im` in place (forward, unscaled). Their length must be a power of two. */
-export function fft(re: Float64Array, im: Float64Array): void {
-  const n = re.length;
-  if (n !== im.length || (n & (n - 1)) !== 0) throw new RangeError(`FFT length ${n} is not a power of two`);
+/** The plan for length `n` (a power of two), worked out once and shared: keep it where it is used often. */
+export function fftPlan(n: number): FftPlan {
   let plan = plans.get(n);
   if (!plan) {
     plan = new FftPlan(n);
     plans.set(n, plan);
   }
-  plan.transform(re, im);
+  return plan;
+}
+
+/** Transforms `re` + i·`im` in place (forward, unscaled). Their length must be a power of two. */
+export function fft(re: Float64Array, im: Float64Array): void {
+  const n = re.length;
+  if (n !== im.length || (n & (n - 1)) !== 0) throw new RangeError(`FFT length ${n} is not a power of two`);
+  fftPlan(n).transform(re, im);
 }

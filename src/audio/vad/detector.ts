@@ -283,7 +283,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
   private runGapMs = 0;
   private runEchoWindows = 0;
   private runPeak = 0;
-  /** Windows in a row, up to the last, that may lead into a run of speech (`LEAD_IN_WINDOWS`). */
+  /** Windows in a row, up to the last, that may lead into a run of speech (at most `LEAD_IN_WINDOWS`). */
   private leadIn = 0;
   private reported = false;
   private silenceMs = 0;
@@ -595,7 +595,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     botAudible: boolean,
     threshold: number,
     /** Silero heard the window over the line: it may lead into a run. */
-    leadIn = false,
+    heard = false,
   ): SpeechOnset | undefined {
     this.lastP = p;
     if (p >= threshold) {
@@ -603,9 +603,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
       this.runGapMs = 0;
       this.runEchoWindows = 0;
       if (this.runStartMs === undefined) {
-        const credit = Math.min(this.leadIn, LEAD_IN_WINDOWS);
-        this.runStartMs = startMs - credit * this.windowMs;
-        this.runSpeechMs += credit * this.windowMs;
+        this.runStartMs = startMs - this.leadIn * this.windowMs;
+        this.runSpeechMs += this.leadIn * this.windowMs;
       }
       this.leadIn = 0;
       this.runSpeechMs += this.windowMs;
@@ -618,7 +617,10 @@ export class SpeechOnsetDetector implements SpeechDetector {
       }
       return undefined;
     }
-    this.leadIn = leadIn && p >= LEAD_IN_MIN_P && this.runStartMs === undefined ? this.leadIn + 1 : 0;
+    this.leadIn =
+      heard && p >= LEAD_IN_MIN_P && this.runStartMs === undefined
+        ? Math.min(this.leadIn + 1, LEAD_IN_WINDOWS)
+        : 0;
     if (p < this.silenceBelow) {
       this.silenceMs += this.windowMs;
       if (this.silenceMs >= REARM_SILENCE_MS) this.reported = false;

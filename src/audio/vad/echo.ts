@@ -34,7 +34,7 @@
  * says `converged: false` and the echo is taken at its loudest over every lag; while a path that moved
  * settles, it says `cautious` and the detector falls back to its cautious rule.
  */
-import { FftPlan } from '../fft.js';
+import { fftPlan, type FftPlan } from '../fft.js';
 import { EchoCanceller } from './canceller.js';
 import type { VadSampleRate } from './silero.js';
 
@@ -337,7 +337,7 @@ class PairAnalyser {
   private readonly window: Float64Array;
   private readonly re: Float64Array;
   private readonly im: Float64Array;
-  /** Its own plan: no look-up by length for each of its two or three transforms a cell. */
+  /** Its plan, kept: no look-up by length for each of its two or three transforms a cell. */
   private readonly fft: FftPlan;
   private readonly scale: number;
 
@@ -350,7 +350,7 @@ class PairAnalyser {
     this.window = Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
     this.re = new Float64Array(n);
     this.im = new Float64Array(n);
-    this.fft = new FftPlan(n);
+    this.fft = fftPlan(n);
     // Parseval with the Hann window's mean square (3/8): a band's value is the signal's power there.
     this.scale = 1 / (n * n * 0.375);
   }

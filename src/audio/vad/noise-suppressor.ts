@@ -21,7 +21,7 @@
  * kHz), and only those Silero hears are `clean`ed (a frame every 4 ms, transformed both ways, ≈ 27
  * µs). What Silero hears of a window lags it by half a frame (4 ms), the whole cost in latency.
  */
-import { fft } from '../fft.js';
+import { fftPlan, type FftPlan } from '../fft.js';
 
 /** Frame length (ms); the hop is half of it. */
 const FRAME_MS = 8;
@@ -72,6 +72,8 @@ export class NoiseSuppressor {
   private readonly overlap: Float64Array;
   private readonly re: Float64Array;
   private readonly im: Float64Array;
+  /** The FFT's plan, kept: no look-up by length for each frame. */
+  private readonly fft: FftPlan;
   private readonly smoothed: Float64Array;
   private readonly cleaned: Float64Array;
   /** Per bin: the minimum of the sub-window under way, of the finished ones, and those minima. */
@@ -95,6 +97,7 @@ export class NoiseSuppressor {
     this.overlap = new Float64Array(this.frameLength);
     this.re = new Float64Array(this.frameLength);
     this.im = new Float64Array(this.frameLength);
+    this.fft = fftPlan(this.frameLength);
     this.smoothed = new Float64Array(this.bins);
     this.cleaned = new Float64Array(this.bins);
     this.current = new Float64Array(this.bins);
@@ -185,7 +188,7 @@ export class NoiseSuppressor {
       re[i] = (at < 0 ? tail[n + at]! : window[at]!) * taper[i]!;
       im[i] = 0;
     }
-    fft(re, im);
+    this.fft.transform(re, im);
   }
 
   /**
@@ -229,7 +232,7 @@ export class NoiseSuppressor {
    */
   private synthesise(heard: Int16Array, k: number): void {
     const { frameLength: n, hop, re, im, taper, overlap } = this;
-    fft(re, im);
+    this.fft.transform(re, im);
     for (let i = 0; i < n; i++) overlap[i] = overlap[i]! + (re[i]! / n) * taper[i]!;
     if (k >= 0)
       for (let i = 0; i < hop; i++) {
