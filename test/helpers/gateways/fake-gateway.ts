@@ -55,6 +55,8 @@ export function randomId(prefix = '', length = 32): string {
   return prefix + hex.slice(0, length);
 }
 
+/** How long the socket may take to open, or to close once asked (ms). */
+const SOCKET_DEADLINE_MS = 10_000;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 export abstract class FakeGateway {
@@ -98,8 +100,16 @@ export abstract class FakeGateway {
     });
   }
 
+  /** Waits for the socket to open: a stall fails here, by name, not at the test's own timeout. */
   async open(): Promise<void> {
-    if (this.ws.readyState !== WebSocket.OPEN) await once(this.ws, 'open');
+    if (this.ws.readyState === WebSocket.OPEN) return;
+    try {
+      await once(this.ws, 'open', { signal: AbortSignal.timeout(SOCKET_DEADLINE_MS) });
+    } catch (error) {
+      if (error instanceof Error && error.name === 'AbortError')
+        throw new Error(`the gateway's socket did not open within ${SOCKET_DEADLINE_MS} ms`);
+      throw error;
+    }
   }
 
   /** Opens the socket if need be and sends what the gateway sends when the call connects the stream. */
@@ -196,7 +206,13 @@ export abstract class FakeGateway {
     if (this.ws.readyState === WebSocket.CLOSED) return;
     const closed = once(this.ws, 'close');
     this.ws.close();
-    await closed;
+    // `ws` waits 30 s for the peer's close frame before it gives up; a test's cleanup should not.
+    const timer = setTimeout(() => this.ws.terminate(), SOCKET_DEADLINE_MS);
+    try {
+      await closed;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Sends the gateway's connected/start message(s). */
