@@ -408,6 +408,15 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.echo?.close();
   }
 
+  /**
+   * Whether the caller may be speaking: Silero heard the last window processed (the echo, the line's
+   * noise, a tone or a click did not explain it), or a run of speech is under way. A VAD worker runs
+   * such a detector's audio before other calls' (worker.ts).
+   */
+  get listening(): boolean {
+    return this.idleWindows === 0 || this.runStartMs !== undefined;
+  }
+
   /** Counters since construction, for benchmarks and diagnostics. */
   get stats(): Readonly<DetectorStats> {
     return { ...this.counts };

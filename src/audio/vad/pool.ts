@@ -7,10 +7,11 @@
  *
  * Each stream (a call's detector, or the fresh one a `reset()` starts) is assigned on its first push
  * to the ready worker with the fewest streams, and all its pushes go there, in order. The pushes queued
- * for a worker go in one message (protocol.ts) at most every `BATCH_EVERY_MS`, and their results
- * come back the same way, in order (split after a push that found an onset, which goes back at once).
- * A batch that waited in a worker's queue counts its wait as the detectors' lag
- * (`PushInfo.waitedMs`): past `MAX_LAG_MS`, they judge by the energy gate alone until they catch up.
+ * for a worker go in one message (protocol.ts) at most every `BATCH_EVERY_MS`. The worker runs each
+ * stream's pushes in order, a stream whose caller may be speaking before the others (worker.ts), and
+ * sends their results back a few milliseconds of work at a time, at once after a push that found an
+ * onset. The time a push waited in the worker counts as its detector's lag (`PushInfo.waitedMs`):
+ * past `MAX_LAG_MS`, it judges by the energy gate alone until it catches up.
  *
  * A worker that dies fails the pushes it held (`VadWorkerError`: a `PooledDetector` resolves them
  * without an onset, and counts them), is logged, and is replaced; while no worker is ready, pushes fail

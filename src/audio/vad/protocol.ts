@@ -37,7 +37,8 @@ export interface PushBatch {
 
 /**
  * Each push's outcome in `PushResults.meta`: its id, 1 when it completed an onset (else 0), the onset's
- * `onsetMs`, `detectedMs` and `probability`.
+ * `onsetMs`, `detectedMs` and `probability`. A stream's results come back in the order of its pushes;
+ * different streams' need not (the worker runs a stream whose caller may be speaking first).
  */
 export const RESULT_FIELDS = 5;
 

@@ -305,6 +305,56 @@ describe('detectors in worker threads', () => {
     }
   });
 
+  it("run a caller who has begun to speak before other calls' backlog, each call's audio in order", async () => {
+    const chunks = quietLine(speech.samples);
+    // The push that completes the run of speech, found in this thread, and whether the detector was
+    // listening (Silero heard the caller) before it.
+    const here = inThread({ sampleRate: RATE });
+    let at = -1;
+    let listeningBefore = false;
+    let expected: SpeechOnset | undefined;
+    for (const [i, c] of chunks.entries()) {
+      listeningBefore = here.listening;
+      expected = await here.push(c.samples, c.info);
+      if (expected) {
+        at = i;
+        break;
+      }
+    }
+    expect(at).toBeGreaterThan(0);
+    expect(listeningBefore).toBe(true);
+    const single = await startVadWorkers({ workers: 1 });
+    try {
+      const caller = single.detector({ sampleRate: RATE });
+      for (const c of chunks.slice(0, at)) expect(await caller.push(c.samples, c.info)).toBeUndefined();
+      // Six other calls' backlog on the same worker: 4 s of a line echoing the bot each, 20 ms a push,
+      // all sent before the caller's next push.
+      const line = echoLine({ seconds: 4, delayMs: 120, erlDb: 12, callerAtS: 4, seed: 3 });
+      const others = Array.from({ length: 6 }, () => single.detector({ sampleRate: RATE, echo: true }));
+      let answered = 0;
+      const backlog = others.flatMap((d) =>
+        line.map((c) => d.push(c.samples, c.info).then(() => answered++)),
+      );
+      let answeredBefore = -1;
+      const onset = caller.push(chunks[at]!.samples, chunks[at]!.info).then((o) => {
+        answeredBefore = answered;
+        return o;
+      });
+      expect(await onset).toEqual(expected);
+      await Promise.all(backlog);
+      // Taken in the order sent, it would have come back last.
+      expect(answeredBefore, `${answeredBefore} of ${backlog.length} answered before it`).toBeLessThan(
+        backlog.length / 4,
+      );
+      for (const d of others) expect(d.stats.failed).toBe(0);
+      caller.close();
+      for (const d of others) d.close();
+      expect(await single.hostedDetectors()).toEqual([0]);
+    } finally {
+      await single.close();
+    }
+  });
+
   it('send the pushes of turns that follow one another closely as one batch', async () => {
     const chunks = quietLine(speech.samples).slice(0, 10);
     // Nine pushes, each in a turn of its own (as chunks arriving on nine sockets), within a few ms. A

@@ -64,6 +64,35 @@ async function detect(
   return found;
 }
 
+/**
+ * A detector on a scripted model that hears a 256-sample window's level: quiet (the line, `_`) 0.02, a
+ * consonant's hiss (`h`) 0.2 or, softer (`f`), 0.05, too little to lead into a run; a vowel (`V`)
+ * 0.95. At 8 kHz, no noise suppression, a clock that never moves.
+ */
+function levelDetector(): SpeechOnsetDetector {
+  const runner: SileroRunner = {
+    runtime: 'scripted',
+    run: (input, state) => {
+      let sum = 0;
+      for (let i = input.length - 256; i < input.length; i++) sum += input[i]! ** 2;
+      const rms = Math.sqrt(sum / 256) * 32768;
+      const p = rms > 10_000 ? 0.95 : rms > 3000 ? 0.2 : rms > 800 ? 0.05 : 0.02;
+      return Promise.resolve({ p, state });
+    },
+    echo: () => Promise.reject(new Error('no echo here')),
+    closeEcho: () => {},
+  };
+  return new SpeechOnsetDetector(new SileroModel(runner), { now: () => 0, sampleRate: 8000, denoise: false });
+}
+
+/** A window of white noise at the level of `kind` (see `levelDetector`). */
+function levelWindow(kind: string, random: () => number): Int16Array {
+  const LEVEL: Record<string, number> = { _: 300, f: 1500, h: 6000, V: 16_000 };
+  // Uniform noise: RMS = range / √12.
+  const rms = LEVEL[kind]!;
+  return Int16Array.from({ length: 256 }, () => Math.round((random() - 0.5) * rms * Math.sqrt(12)));
+}
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 for (const sampleRate of [8000, 16_000] as const) {
@@ -272,37 +301,16 @@ describe('SpeechOnsetDetector rules', () => {
   });
 
   it('counts up to two windows of a first consonant Silero hears short of speech into the run', async () => {
-    // A scripted model that hears the window's level: quiet (the line, _) 0.02, a consonant's hiss (h)
-    // 0.2 or, softer (f), 0.05, too little to lead in; a vowel (V) 0.95. The run needs 128 ms.
-    const LEVEL: Record<string, number> = { _: 300, f: 1500, h: 6000, V: 16_000 };
     const run = async (pattern: string): Promise<SpeechOnset[]> => {
       const windows = '_'.repeat(30) + pattern + '_'.repeat(12);
-      const runner: SileroRunner = {
-        runtime: 'scripted',
-        run: (input, state) => {
-          let sum = 0;
-          for (let i = input.length - 256; i < input.length; i++) sum += input[i]! ** 2;
-          const rms = Math.sqrt(sum / 256) * 32768;
-          const p = rms > 10_000 ? 0.95 : rms > 3000 ? 0.2 : rms > 800 ? 0.05 : 0.02;
-          return Promise.resolve({ p, state });
-        },
-        echo: () => Promise.reject(new Error('no echo here')),
-        closeEcho: () => {},
-      };
-      const detector = new SpeechOnsetDetector(new SileroModel(runner), {
-        now: () => 0,
-        sampleRate: 8000,
-        denoise: false,
-      });
+      const detector = levelDetector();
       const random = seeded(4);
       const found: SpeechOnset[] = [];
       for (const [w, kind] of [...windows].entries()) {
-        // White noise at the level's RMS (uniform: RMS = range / √12).
-        const rms = LEVEL[kind]!;
-        const samples = Int16Array.from({ length: 256 }, () =>
-          Math.round((random() - 0.5) * rms * Math.sqrt(12)),
-        );
-        const onset = await detector.push(samples, { timestampMs: w * 32, botAudible: false });
+        const onset = await detector.push(levelWindow(kind, random), {
+          timestampMs: w * 32,
+          botAudible: false,
+        });
         if (onset) found.push(onset);
       }
       return found;
@@ -326,6 +334,23 @@ describe('SpeechOnsetDetector rules', () => {
     // Hiss alone is no speech; nor is hiss, a pause, and a vowel too short without it.
     expect(await run('hhhhhhhh')).toHaveLength(0);
     expect(await run('hh_VV')).toHaveLength(0);
+  });
+
+  it('says it is listening while Silero hears the line or a run of speech is under way', async () => {
+    // What a VAD worker runs first (worker.ts): not a quiet line, a consonant Silero hears, a run.
+    const detector = levelDetector();
+    const random = seeded(5);
+    const listening: string[] = [];
+    for (const [w, kind] of [...('_'.repeat(50) + 'hhVVVV' + '_'.repeat(30))].entries()) {
+      await detector.push(levelWindow(kind, random), { timestampMs: w * 32, botAudible: false });
+      listening.push(detector.listening ? 'L' : '.');
+    }
+    const marks = listening.join('');
+    // The line's quiet, once the gate has its floor (a second and Silero's 250 ms after it): asleep.
+    // From the hiss through the vowel: listening. Quiet again: asleep within a second.
+    expect(marks.slice(42, 50)).toBe('.'.repeat(8));
+    expect(marks.slice(50, 56)).toBe('L'.repeat(6));
+    expect(marks.slice(-10)).toBe('.'.repeat(10));
   });
 
   it('takes its durations from the options', async () => {
