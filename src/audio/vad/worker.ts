@@ -103,21 +103,28 @@ function sendResults(): void {
 
 function open(stream: number, options: PushBatch['opens'][number]['options']): void {
   const { turns: wantsTurns, ...rest } = options;
-  const previous = hosted.get(stream);
-  previous?.detector?.close();
-  const turns: SpeechTurn[] = [];
-  let detector: SpeechOnsetDetector | undefined;
-  let error: string | undefined;
-  try {
-    detector = new SpeechOnsetDetector(model, {
-      ...rest,
-      onTurnEnd: wantsTurns ? (turn) => turns.push(turn) : undefined,
-    });
-  } catch (e) {
-    error = errorText(e);
-  }
+  const h: Hosted = hosted.get(stream) ?? {
+    stream,
+    detector: undefined,
+    error: undefined,
+    turns: [],
+    queue: [],
+    closing: false,
+  };
   // (The pool opens a stream once per worker; pushes already queued would go to the new detector.)
-  hosted.set(stream, { stream, detector, error, turns, queue: previous?.queue ?? [], closing: false });
+  h.detector?.close();
+  h.detector = undefined;
+  h.error = undefined;
+  h.closing = false;
+  try {
+    h.detector = new SpeechOnsetDetector(model, {
+      ...rest,
+      onTurnEnd: wantsTurns ? (turn) => h.turns.push(turn) : undefined,
+    });
+  } catch (error) {
+    h.error = errorText(error);
+  }
+  hosted.set(stream, h);
 }
 
 function close(stream: number): void {
