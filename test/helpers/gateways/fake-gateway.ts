@@ -107,7 +107,9 @@ export abstract class FakeGateway {
       await once(this.ws, 'open', { signal: AbortSignal.timeout(SOCKET_DEADLINE_MS) });
     } catch (error) {
       if (error instanceof Error && error.name === 'AbortError')
-        throw new Error(`the gateway's socket did not open within ${SOCKET_DEADLINE_MS} ms`);
+        throw new Error(`the gateway's socket did not open within ${SOCKET_DEADLINE_MS} ms`, {
+          cause: error,
+        });
       throw error;
     }
   }
