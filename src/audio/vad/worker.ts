@@ -270,7 +270,8 @@ function start(): void {
 /** A batch that could not be taken in at all: its pushes are answered with the error. */
 function refuse(batch: PushBatch, error: unknown): void {
   const count = batch.meta.length / PUSH_FIELDS;
-  for (let i = 0; i < count; i++) outErrors.push({ id: batch.meta[i * PUSH_FIELDS]!, error: errorText(error) });
+  for (let i = 0; i < count; i++)
+    outErrors.push({ id: batch.meta[i * PUSH_FIELDS]!, error: errorText(error) });
   sendResults();
 }
 
