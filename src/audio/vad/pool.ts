@@ -34,6 +34,7 @@ import type {
 import {
   PUSH_FIELDS,
   RESULT_FIELDS,
+  sharedNow,
   type FromVadWorker,
   type HostedDetectorOptions,
   type PushResults,
@@ -106,11 +107,6 @@ function workerUrl(): URL {
   if (!existsSync(fileURLToPath(url)))
     throw new Error(`VAD worker ${fileURLToPath(url)} is missing: run \`npm run build\` first`);
   return url;
-}
-
-/** The wall clock every thread shares (ms). */
-function sharedNow(): number {
-  return performance.timeOrigin + performance.now();
 }
 
 /** Starts the pool and waits until every worker has its model loaded and warmed up. */

@@ -23,6 +23,11 @@ export type HostedDetectorOptions = Omit<DetectorOptions, 'now' | 'onTurnEnd'> &
  */
 export const PUSH_FIELDS = 7;
 
+/** The wall clock every thread shares (ms): a batch's `sentAt`, and the worker's measure of its wait. */
+export function sharedNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
 export interface PushBatch {
   type: 'batch';
   /** Streams to start, before the pushes (a stream's first push, or its first on a new worker). */

@@ -19,6 +19,7 @@ import { SpeechOnsetDetector, type SpeechTurn } from './detector.js';
 import {
   PUSH_FIELDS,
   RESULT_FIELDS,
+  sharedNow,
   type FromVadWorker,
   type PushBatch,
   type PushResults,
@@ -40,6 +41,7 @@ const model = new SileroModel(session);
 
 interface Push {
   id: number;
+  stream: Hosted;
   /** The order it arrived in, over all streams (probes wait for the pushes before them). */
   seq: number;
   samples: Int16Array;
@@ -67,7 +69,7 @@ interface Hosted {
 
 const hosted = new Map<number, Hosted>();
 /** Every push not yet run (and some that ran out of turn, `done`), in the order they came. */
-let arrivals: Array<{ stream: Hosted; push: Push }> = [];
+let arrivals: Push[] = [];
 let head = 0;
 /** Streams that are listening and have pushes queued: they go first. */
 const listening = new Set<Hosted>();
@@ -86,10 +88,6 @@ function post(message: FromVadWorker, transfer: ArrayBuffer[] = []): void {
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function sharedNow(): number {
-  return performance.timeOrigin + performance.now();
 }
 
 function sendResults(): void {
@@ -152,8 +150,15 @@ function enqueue(batch: PushBatch): void {
     const referenceLength = meta[m + 5]!;
     const reference = referenceLength > 0 ? audio.subarray(offset, offset + referenceLength) : undefined;
     offset += referenceLength;
+    const id = meta[m]!;
+    const stream = hosted.get(meta[m + 1]!);
+    if (!stream) {
+      outErrors.push({ id, error: `no detector for stream ${meta[m + 1]}` });
+      continue;
+    }
     const push: Push = {
-      id: meta[m]!,
+      id,
+      stream,
       seq: seq++,
       samples,
       timestampMs: meta[m + 2]!,
@@ -163,26 +168,26 @@ function enqueue(batch: PushBatch): void {
       sentAt,
       done: false,
     };
-    const stream = hosted.get(meta[m + 1]!);
-    if (!stream) {
-      outErrors.push({ id: push.id, error: `no detector for stream ${meta[m + 1]}` });
-      continue;
-    }
     stream.queue.push(push);
-    arrivals.push({ stream, push });
+    arrivals.push(push);
     if (stream.detector?.listening) listening.add(stream);
   }
   for (const stream of batch.closes) close(stream);
 }
 
 /** The next push to run: a listening stream's first, else the oldest. */
-function next(): { stream: Hosted; push: Push } | undefined {
+function next(): Push | undefined {
   for (const stream of listening) {
     const push = stream.queue[0];
-    if (push) return { stream, push };
+    if (push) return push;
     listening.delete(stream);
   }
-  while (head < arrivals.length && arrivals[head]!.push.done) head++;
+  return oldest();
+}
+
+/** The oldest push not yet run (the head of its stream's queue: each queue runs in order). */
+function oldest(): Push | undefined {
+  while (head < arrivals.length && arrivals[head]!.done) head++;
   if (head > 1024 && head * 2 > arrivals.length) {
     arrivals = arrivals.slice(head);
     head = 0;
@@ -190,7 +195,8 @@ function next(): { stream: Hosted; push: Push } | undefined {
   return arrivals[head];
 }
 
-async function runPush(stream: Hosted, push: Push): Promise<void> {
+async function runPush(push: Push): Promise<void> {
+  const { stream } = push;
   stream.queue.shift();
   push.done = true;
   const { detector } = stream;
@@ -236,9 +242,8 @@ async function runPush(stream: Hosted, push: Push): Promise<void> {
 /** Probes whose pushes have all run. */
 function answerProbes(): void {
   if (probes.length === 0) return;
-  while (head < arrivals.length && arrivals[head]!.push.done) head++;
-  const oldest = head < arrivals.length ? arrivals[head]!.push.seq : seq;
-  while (probes.length > 0 && probes[0]!.after <= oldest) {
+  const pending = oldest()?.seq ?? seq;
+  while (probes.length > 0 && probes[0]!.after <= pending) {
     // A stream dropped before the probe has no push left before it either: it is gone.
     post({ type: 'probe', id: probes.shift()!.id, detectors: hosted.size });
   }
@@ -247,8 +252,7 @@ function answerProbes(): void {
 async function slice(): Promise<void> {
   const until = performance.now() + SLICE_MS;
   try {
-    for (let item = next(); item; item = performance.now() < until ? next() : undefined)
-      await runPush(item.stream, item.push);
+    for (let push = next(); push; push = performance.now() < until ? next() : undefined) await runPush(push);
   } finally {
     sendResults();
     answerProbes();
