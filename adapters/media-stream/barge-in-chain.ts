@@ -120,17 +120,19 @@ export class BargeInChain {
     } catch (error) {
       pushed = Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    pushed
-      .then(
-        (onset) => {
-          if (!onset || this.closed) return;
-          this.options.onOnset?.(onset.onsetMs);
-          // Confirmed where the deciding window ended; a detector that does not say: this chunk's end.
-          this.interrupt(onset.onsetMs, onset.detectedMs ?? atMs + (samples.length / rate) * 1000);
-        },
-        (error: unknown) => this.options.log.error({ err: error }, 'voice activity detection failed'),
-      )
-      .finally(() => (this.backlog -= samples.length));
+    pushed.then(
+      (onset) => {
+        this.backlog -= samples.length;
+        if (!onset || this.closed) return;
+        this.options.onOnset?.(onset.onsetMs);
+        // Confirmed where the deciding window ended; a detector that does not say: this chunk's end.
+        this.interrupt(onset.onsetMs, onset.detectedMs ?? atMs + (samples.length / rate) * 1000);
+      },
+      (error: unknown) => {
+        this.backlog -= samples.length;
+        this.options.log.error({ err: error }, 'voice activity detection failed');
+      },
+    );
     return true;
   }
 

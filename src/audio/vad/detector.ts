@@ -72,7 +72,7 @@ export interface PushInfo {
    * The inbound time of the chunk's first sample (ms), from the gateway's timestamps when it sends
    * them. Default: straight after the previous chunk (0 for the first).
    */
-  timestampMs?: number;
+  timestampMs?: number | undefined;
   /** Whether the caller can hear the bot right now (from the playout clock, not from synthesis). */
   botAudible: boolean;
   /**

@@ -68,7 +68,8 @@ interface Probe {
   reject: (error: Error) => void;
 }
 
-interface QueuedPush {
+/** A push, queued for the next batch and then in flight: one record for both (fifty a second a call). */
+interface QueuedPush extends Pending {
   id: number;
   stream: number;
   samples: Int16Array;
@@ -229,8 +230,9 @@ export class VadWorkerPool implements DetectorSource {
     const target = slot;
     const id = this.nextId++;
     return new Promise<PushOutcome>((resolve, reject) => {
-      target.inFlight.set(id, { resolve, reject });
-      target.pushes.push({ id, stream, samples, info });
+      const push: QueuedPush = { id, stream, samples, info, resolve, reject };
+      target.inFlight.set(id, push);
+      target.pushes.push(push);
       this.scheduleFlush();
     });
   }
@@ -480,23 +482,25 @@ export class PooledDetector implements SpeechDetector {
     return this.stream;
   }
 
-  async push(samples: Int16Array, info: PushInfo): Promise<SpeechOnset | undefined> {
-    if (this.closed) return undefined;
+  /** Not `async`: a call pushes fifty times a second, and each await is another promise on the event loop. */
+  push(samples: Int16Array, info: PushInfo): Promise<SpeechOnset | undefined> {
+    if (this.closed) return Promise.resolve(undefined);
     if (info.reference && info.reference.length !== samples.length)
-      throw new RangeError('the reference must be as long as the samples');
+      return Promise.reject(new RangeError('the reference must be as long as the samples'));
     const epoch = this.epoch;
     this.stats.pushes++;
-    let outcome: PushOutcome;
-    try {
-      outcome = await this.pool.push(this.stream, this.options, samples, info);
-    } catch (error) {
-      if (!(error instanceof VadWorkerError)) throw error;
-      this.stats.failed++;
-      return undefined;
-    }
-    if (epoch !== this.epoch) return undefined;
-    for (const turn of outcome.turns) this.onTurnEnd?.(turn);
-    return outcome.onset;
+    return this.pool.push(this.stream, this.options, samples, info).then(
+      (outcome) => {
+        if (epoch !== this.epoch) return undefined;
+        for (const turn of outcome.turns) this.onTurnEnd?.(turn);
+        return outcome.onset;
+      },
+      (error: unknown) => {
+        if (!(error instanceof VadWorkerError)) throw error;
+        this.stats.failed++;
+        return undefined;
+      },
+    );
   }
 
   reset(): void {

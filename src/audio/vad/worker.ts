@@ -209,7 +209,7 @@ async function runPush(push: Push): Promise<void> {
     for (let k = 1; k < RESULT_FIELDS; k++) outMeta.push(0);
     try {
       const onset = await detector.push(push.samples, {
-        ...(Number.isNaN(push.timestampMs) ? {} : { timestampMs: push.timestampMs }),
+        timestampMs: Number.isNaN(push.timestampMs) ? undefined : push.timestampMs,
         botAudible: push.botAudible,
         reference: push.reference,
         referenceMoved: push.referenceMoved,
