@@ -100,6 +100,8 @@ interface CaseResult {
   /** Other processes' CPU during the prompts (% of one core): they compete with the benchmark. */
   othersCpuPct: number;
   queueDepth: number[];
+  /** Of the windows that wanted Silero during the prompts, those judged by the gate alone (a worker behind). */
+  sileroSkippedPct: number;
   rssPeakMb: number;
   rssPerCallKb: number;
   sendLagP99Ms: number;
@@ -238,6 +240,12 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
   const queueDepth: number[] = [];
   let appCpuMs = 0;
   let clientCpuMs = 0;
+  const vadCount = async (name: string): Promise<number> => {
+    const metric = app.metrics.registry.getSingleMetric(name);
+    return metric ? ((await metric.get()).values[0]?.value ?? 0) : 0;
+  };
+  let skippedWindows = 0;
+  let inferences = 0;
   let sayWallMs = 0;
   /** Every core's busy time, ours and other processes'. */
   let machineMs = 0;
@@ -285,6 +293,8 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
         );
         const clientCpu0 = (await request<{ cpu: NodeJS.CpuUsage }>(client, { cmd: 'cpu' }, 'cpu')).cpu;
         const appCpu0 = process.cpuUsage();
+        const skipped0 = await vadCount('voxbridge_vad_windows_skipped_total');
+        const inferences0 = await vadCount('voxbridge_vad_inferences_total');
         const machine0 = machineBusyMs();
         const t0 = performance.now();
         answers.push(...(await sayAll(app, callSids, { text: PROMPT })));
@@ -292,6 +302,8 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
         await quiet(app, 30_000);
         sayWallMs += performance.now() - t0;
         appCpuMs += cpuMs(process.cpuUsage(appCpu0));
+        skippedWindows += (await vadCount('voxbridge_vad_windows_skipped_total')) - skipped0;
+        inferences += (await vadCount('voxbridge_vad_inferences_total')) - inferences0;
         const clientCpu1 = (await request<{ cpu: NodeJS.CpuUsage }>(client, { cmd: 'cpu' }, 'cpu')).cpu;
         clientCpuMs += cpuMs(clientCpu1) - cpuMs(clientCpu0);
         machineMs += machineBusyMs() - machine0;
@@ -336,6 +348,7 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
       clientCpuPerCallPct: (clientCpuMs / (sayWallS * 1000) / n) * 100,
       othersCpuPct: (Math.max(0, machineMs - appCpuMs - clientCpuMs) / (sayWallS * 1000)) * 100,
       queueDepth,
+      sileroSkippedPct: (100 * skippedWindows) / Math.max(1, skippedWindows + inferences),
       rssPeakMb: rssPeak / 2 ** 20,
       rssPerCallKb: (rssPeak - rssIdle) / n / 1024,
       sendLagP99Ms: Math.max(...reports.map((r) => r.sendLag.p99)),
@@ -416,6 +429,7 @@ function printResults(results: readonly CaseResult[]): void {
       'client CPU per call',
       'other processes',
       'VAD queue p50 / p95 / max',
+      'Silero skipped (behind)',
       'RSS peak / per call',
       'callers send lag p99',
       'says (interrupted, failed)',
@@ -431,6 +445,7 @@ function printResults(results: readonly CaseResult[]): void {
       `${fmt(r.clientCpuPerCallPct, 3)} %`,
       `${fmt(r.othersCpuPct, 0)} %`,
       `${fmt(median(r.queueDepth), 0)} / ${fmt(percentile(r.queueDepth, 95), 0)} / ${fmt(Math.max(0, ...r.queueDepth), 0)}`,
+      `${fmt(r.sileroSkippedPct, 1)} %`,
       `${fmt(r.rssPeakMb, 0)} MB / ${fmt(r.rssPerCallKb, 0)} KB`,
       `${fmt(r.sendLagP99Ms, 1)} ms`,
       `${r.says} (${r.interrupted}, ${r.failed})`,
@@ -482,7 +497,7 @@ function printResults(results: readonly CaseResult[]): void {
       `false: a clear that cut the bot with no caller speech in the ${CATCH_WINDOW_MS} ms before it. Decided after onset: the app's barge-in decision on the inbound timeline (the speech it ` +
       'needed); decision → clear: the rest (queues, inference, the wire). CPU per call: % of one core during the prompts ' +
       "(the app's includes its VAD worker threads); other processes: the rest of the machine's busy time then, which " +
-      "competes with both (the figures mean little when it is large). Callers send lag: how late this machine sent the callers' frames " +
+      "competes with both (the figures mean little when it is large). Silero skipped: of the windows that wanted the model, those a VAD worker too far behind judged by the energy gate alone. Callers send lag: how late this machine sent the callers' frames " +
       '(late frames reach the detector late). Resumed: false barge-ins the app took back; idle clears: clears that ' +
       'came when the caller heard nothing.',
   );

@@ -127,7 +127,14 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
     activeCalls: () => calls.calls.list().length,
     activeGuilds: () => discord.guilds.list().length,
     engineQueueDepth: () => speech.service?.engineQueueDepth,
-    vad: vadWorkers && (() => ({ queueDepth: vadWorkers.queueDepth, restarts: vadWorkers.stats.restarts })),
+    vad:
+      vadWorkers &&
+      (() => ({
+        queueDepth: vadWorkers.queueDepth,
+        restarts: vadWorkers.stats.restarts,
+        skippedWindows: vadWorkers.stats.skippedWindows,
+        inferences: vadWorkers.stats.inferences,
+      })),
     cluster:
       cluster &&
       (() => ({ ...cluster.status(), ...cluster.forwarder.stats, phrases: cluster.phrases?.stats })),

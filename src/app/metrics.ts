@@ -19,7 +19,8 @@ export interface MetricsSources {
   /** Jobs waiting for a local engine worker (undefined: no embedded service). */
   engineQueueDepth(): number | undefined;
   /** The voice-activity model's worker threads; undefined when they do not run. */
-  vad?: (() => { queueDepth: number; restarts: number }) | undefined;
+  vad?:
+    (() => { queueDepth: number; restarts: number; skippedWindows: number; inferences: number }) | undefined;
   /** This instance's view of its cluster; undefined (no cluster metrics) without REDIS_URL. */
   cluster?: (() => ClusterMetrics) | undefined;
 }
@@ -86,6 +87,24 @@ export class VoxbridgeMetrics {
         registers,
         collect() {
           this.set(vad().queueDepth);
+        },
+      });
+      new Counter({
+        name: 'voxbridge_vad_windows_skipped_total',
+        help: 'Windows of caller audio that would have woken the voice-activity model but were judged by the energy gate alone, their detector being behind (the machine too busy)',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(vad().skippedWindows);
+        },
+      });
+      new Counter({
+        name: 'voxbridge_vad_inferences_total',
+        help: 'Voice-activity model inferences run in the worker threads',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(vad().inferences);
         },
       });
       new Counter({

@@ -37,6 +37,9 @@ describe('GET /metrics', () => {
     expect(before.get('voxbridge_engine_queue_depth')).toBe(0);
     expect(before.get('voxbridge_utterances_total{adapter="phone",outcome="played"}')).toBe(0);
     expect(before.has('voxbridge_process_cpu_seconds_total')).toBe(true);
+    // The VAD workers' counters (vad-workers.test.ts makes them count): none skipped on an idle machine.
+    expect(before.get('voxbridge_vad_windows_skipped_total')).toBe(0);
+    expect(before.get('voxbridge_vad_inferences_total')).toBe(0);
 
     // A phone call says one thing.
     const g = new FakeTwilio(`${t.url.replace('http:', 'ws:')}/media/twilio`);

@@ -422,6 +422,15 @@ export class SpeechOnsetDetector implements SpeechDetector {
     return { ...this.counts };
   }
 
+  /** `stats.skipped` and `stats.inferences`, read without a copy (a VAD worker reads them every push). */
+  get skippedWindows(): number {
+    return this.counts.skipped;
+  }
+
+  get inferences(): number {
+    return this.counts.inferences;
+  }
+
   private async process(
     windows: Window[],
     botAudible: boolean,

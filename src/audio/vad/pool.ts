@@ -137,9 +137,10 @@ export class VadWorkerPool implements DetectorSource {
   private readonly streamSlots = new Map<number, Slot>();
   /**
    * Workers that died and were replaced; pushes failed because no worker could run them; batches
-   * sent.
+   * sent; over all the workers' detectors, windows judged by the energy gate alone because their
+   * detector was behind (a busy machine: `MAX_LAG_MS`), and Silero inferences run.
    */
-  readonly stats = { restarts: 0, failed: 0, batches: 0 };
+  readonly stats = { restarts: 0, failed: 0, batches: 0, skippedWindows: 0, inferences: 0 };
 
   constructor(options: VadWorkersOptions) {
     this.logger = options.logger;
@@ -387,6 +388,8 @@ export class VadWorkerPool implements DetectorSource {
   }
 
   private settle(slot: Slot, results: PushResults): void {
+    this.stats.skippedWindows += results.skipped;
+    this.stats.inferences += results.inferences;
     const turns = new Map<number, SpeechTurn[]>();
     for (const { id, turn } of results.turns) {
       const list = turns.get(id);

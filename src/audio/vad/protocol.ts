@@ -54,6 +54,12 @@ export interface PushResults {
   turns: Array<{ id: number; turn: SpeechTurn }>;
   /** Pushes that failed, by id. */
   errors: Array<{ id: number; error: string }>;
+  /**
+   * Since the last results: windows that would have woken Silero but were judged by the energy gate
+   * alone, their detector being behind (`DetectorStats.skipped`), and Silero inferences run.
+   */
+  skipped: number;
+  inferences: number;
 }
 
 export type ToVadWorker =

@@ -81,6 +81,9 @@ let running = false;
 let outMeta: number[] = [];
 let outTurns: PushResults['turns'] = [];
 let outErrors: PushResults['errors'] = [];
+/** The detectors' skipped windows and inferences since the last results (`PushResults`). */
+let outSkipped = 0;
+let outInferences = 0;
 
 function post(message: FromVadWorker, transfer: ArrayBuffer[] = []): void {
   port!.postMessage(message, transfer);
@@ -93,10 +96,22 @@ function errorText(error: unknown): string {
 function sendResults(): void {
   if (outMeta.length === 0 && outErrors.length === 0) return;
   const meta = Float64Array.from(outMeta);
-  post({ type: 'results', meta, turns: outTurns, errors: outErrors }, [meta.buffer]);
+  post(
+    {
+      type: 'results',
+      meta,
+      turns: outTurns,
+      errors: outErrors,
+      skipped: outSkipped,
+      inferences: outInferences,
+    },
+    [meta.buffer],
+  );
   outMeta = [];
   outTurns = [];
   outErrors = [];
+  outSkipped = 0;
+  outInferences = 0;
 }
 
 function open(stream: number, options: PushBatch['opens'][number]['options']): void {
@@ -205,6 +220,8 @@ async function runPush(push: Push): Promise<void> {
   else {
     // RESULT_FIELDS numbers (protocol.ts): the onset's fields stay 0 when it found none.
     const r = outMeta.length;
+    const skippedBefore = detector.skippedWindows;
+    const inferencesBefore = detector.inferences;
     outMeta.push(push.id);
     for (let k = 1; k < RESULT_FIELDS; k++) outMeta.push(0);
     try {
@@ -226,6 +243,8 @@ async function runPush(push: Push): Promise<void> {
       outMeta.length = r;
       outErrors.push({ id: push.id, error: errorText(error) });
     }
+    outSkipped += detector.skippedWindows - skippedBefore;
+    outInferences += detector.inferences - inferencesBefore;
     if (stream.turns.length > 0) {
       for (const turn of stream.turns) outTurns.push({ id: push.id, turn });
       stream.turns.length = 0;

@@ -355,6 +355,34 @@ describe('detectors in worker threads', () => {
     }
   });
 
+  it('count the windows judged by the gate alone because a worker fell behind, and the inferences', async () => {
+    const chunks = quietLine(speech.samples);
+    const here = inThread({ sampleRate: RATE });
+    await onsets(here, chunks, 'awaited');
+    expect(here.stats.inferences).toBeGreaterThan(0);
+    expect(here.stats.skipped).toBe(0);
+    const single = await startVadWorkers({ workers: 1 });
+    try {
+      // Pushed one at a time, nothing waits: the worker's detector runs the model as this thread's did.
+      const alone = single.detector({ sampleRate: RATE });
+      await onsets(alone, chunks, 'awaited');
+      expect(single.stats).toMatchObject({ skippedWindows: 0, inferences: here.stats.inferences });
+      // Forty calls' speech sent at once: the worker is seconds behind, and the late windows skip the
+      // model (`MAX_LAG_MS`), each counted once.
+      const many = Array.from({ length: 40 }, () => single.detector({ sampleRate: RATE }));
+      await Promise.all(many.map((d) => onsets(d, chunks, 'at once')));
+      const { skippedWindows, inferences } = single.stats;
+      expect(skippedWindows).toBeGreaterThan(0);
+      expect(inferences - here.stats.inferences).toBeGreaterThan(0);
+      // A window either ran the model or was skipped: no more of them than 40 calls' wanted windows.
+      expect(skippedWindows + (inferences - here.stats.inferences)).toBeLessThanOrEqual(
+        40 * (here.stats.inferences + here.stats.skipped) * 2,
+      );
+    } finally {
+      await single.close();
+    }
+  });
+
   it('send the pushes of turns that follow one another closely as one batch', async () => {
     const chunks = quietLine(speech.samples).slice(0, 10);
     // Nine pushes, each in a turn of its own (as chunks arriving on nine sockets), within a few ms. A
