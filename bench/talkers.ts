@@ -100,8 +100,9 @@ interface CaseResult {
   /** Other processes' CPU during the prompts (% of one core): they compete with the benchmark. */
   othersCpuPct: number;
   queueDepth: number[];
-  /** Of the windows that wanted Silero during the prompts, those judged by the gate alone (a worker behind). */
-  sileroSkippedPct: number;
+  /** During the prompts: Silero inferences, and windows that wanted Silero but were judged by the gate alone (a worker behind). */
+  inferences: number;
+  skippedWindows: number;
   rssPeakMb: number;
   rssPerCallKb: number;
   sendLagP99Ms: number;
@@ -348,7 +349,8 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
       clientCpuPerCallPct: (clientCpuMs / (sayWallS * 1000) / n) * 100,
       othersCpuPct: (Math.max(0, machineMs - appCpuMs - clientCpuMs) / (sayWallS * 1000)) * 100,
       queueDepth,
-      sileroSkippedPct: (100 * skippedWindows) / Math.max(1, skippedWindows + inferences),
+      inferences,
+      skippedWindows,
       rssPeakMb: rssPeak / 2 ** 20,
       rssPerCallKb: (rssPeak - rssIdle) / n / 1024,
       sendLagP99Ms: Math.max(...reports.map((r) => r.sendLag.p99)),
@@ -429,7 +431,7 @@ function printResults(results: readonly CaseResult[]): void {
       'client CPU per call',
       'other processes',
       'VAD queue p50 / p95 / max',
-      'Silero skipped (behind)',
+      'Silero run / skipped (behind)',
       'RSS peak / per call',
       'callers send lag p99',
       'says (interrupted, failed)',
@@ -445,7 +447,7 @@ function printResults(results: readonly CaseResult[]): void {
       `${fmt(r.clientCpuPerCallPct, 3)} %`,
       `${fmt(r.othersCpuPct, 0)} %`,
       `${fmt(median(r.queueDepth), 0)} / ${fmt(percentile(r.queueDepth, 95), 0)} / ${fmt(Math.max(0, ...r.queueDepth), 0)}`,
-      `${fmt(r.sileroSkippedPct, 1)} %`,
+      `${r.inferences} / ${r.skippedWindows} (${fmt((100 * r.skippedWindows) / Math.max(1, r.inferences + r.skippedWindows), 2)} %)`,
       `${fmt(r.rssPeakMb, 0)} MB / ${fmt(r.rssPerCallKb, 0)} KB`,
       `${fmt(r.sendLagP99Ms, 1)} ms`,
       `${r.says} (${r.interrupted}, ${r.failed})`,
