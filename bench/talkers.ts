@@ -499,7 +499,7 @@ function printResults(results: readonly CaseResult[]): void {
       `false: a clear that cut the bot with no caller speech in the ${CATCH_WINDOW_MS} ms before it. Decided after onset: the app's barge-in decision on the inbound timeline (the speech it ` +
       'needed); decision → clear: the rest (queues, inference, the wire). CPU per call: % of one core during the prompts ' +
       "(the app's includes its VAD worker threads); other processes: the rest of the machine's busy time then, which " +
-      "competes with both (the figures mean little when it is large). Silero skipped: of the windows that wanted the model, those a VAD worker too far behind judged by the energy gate alone. Callers send lag: how late this machine sent the callers' frames " +
+      "competes with both (the figures mean little when it is large). Silero run / skipped: the model's inferences, and the windows that wanted it but were judged by the energy gate alone, their VAD worker too far behind. Callers send lag: how late this machine sent the callers' frames " +
       '(late frames reach the detector late). Resumed: false barge-ins the app took back; idle clears: clears that ' +
       'came when the caller heard nothing.',
   );

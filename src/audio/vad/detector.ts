@@ -417,18 +417,12 @@ export class SpeechOnsetDetector implements SpeechDetector {
     return this.idleWindows === 0 || this.runStartMs !== undefined;
   }
 
-  /** Counters since construction, for benchmarks and diagnostics. */
+  /**
+   * Counters since construction, for benchmarks and diagnostics: the live counters, read-only, not a
+   * copy (a VAD worker reads them around every push).
+   */
   get stats(): Readonly<DetectorStats> {
-    return { ...this.counts };
-  }
-
-  /** `stats.skipped` and `stats.inferences`, read without a copy (a VAD worker reads them every push). */
-  get skippedWindows(): number {
-    return this.counts.skipped;
-  }
-
-  get inferences(): number {
-    return this.counts.inferences;
+    return this.counts;
   }
 
   private async process(

@@ -220,8 +220,9 @@ async function runPush(push: Push): Promise<void> {
   else {
     // RESULT_FIELDS numbers (protocol.ts): the onset's fields stay 0 when it found none.
     const r = outMeta.length;
-    const skippedBefore = detector.skippedWindows;
-    const inferencesBefore = detector.inferences;
+    const counts = detector.stats;
+    const skippedBefore = counts.skipped;
+    const inferencesBefore = counts.inferences;
     outMeta.push(push.id);
     for (let k = 1; k < RESULT_FIELDS; k++) outMeta.push(0);
     try {
@@ -243,8 +244,8 @@ async function runPush(push: Push): Promise<void> {
       outMeta.length = r;
       outErrors.push({ id: push.id, error: errorText(error) });
     }
-    outSkipped += detector.skippedWindows - skippedBefore;
-    outInferences += detector.inferences - inferencesBefore;
+    outSkipped += counts.skipped - skippedBefore;
+    outInferences += counts.inferences - inferencesBefore;
     if (stream.turns.length > 0) {
       for (const turn of stream.turns) outTurns.push({ id: push.id, turn });
       stream.turns.length = 0;
