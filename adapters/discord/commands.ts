@@ -17,7 +17,7 @@ import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import type { Logger } from 'pino';
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import type { RelayOutcome } from '../../src/relay/session.js';
-import type { UtteranceResult } from '../../src/speaker/speaker.js';
+import { SpeakerQueueFullError, type UtteranceResult } from '../../src/speaker/speaker.js';
 import type { DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
 
@@ -259,7 +259,14 @@ export async function handleCommand(i: SlashInteraction, ctx: CommandContext): P
         const voice = await ensureVoice(i, guildId, ctx, reply);
         if (!voice) return;
         if (!i.deferred) await i.deferReply({ flags: EPHEMERAL });
-        const handle = voice.say(text, voiceId ? { voiceId } : {});
+        let handle;
+        try {
+          handle = voice.say(text, voiceId ? { voiceId } : {});
+        } catch (error) {
+          if (!(error instanceof SpeakerQueueFullError)) throw error;
+          await reply.send(`Not now: ${error.message}.`);
+          return;
+        }
         await reply.send(describeResult(await handle.result));
         return;
       }
@@ -298,7 +305,14 @@ export async function handleCommand(i: SlashInteraction, ctx: CommandContext): P
         }
         const voice = await ensureVoice(i, guildId, ctx, reply);
         if (!voice) return;
-        const handles = voice.narrate(lines);
+        let handles;
+        try {
+          handles = voice.narrate(lines);
+        } catch (error) {
+          if (!(error instanceof SpeakerQueueFullError)) throw error;
+          await reply.send(`Not now: ${error.message}.`);
+          return;
+        }
         const characters = [...new Set(lines.map((l) => l.character))];
         if (!i.deferred) await i.deferReply({ flags: EPHEMERAL });
         await reply.send(`Narrating ${lines.length} line(s): ${characters.join(', ')}.`);

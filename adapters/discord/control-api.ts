@@ -31,6 +31,7 @@ import {
 import { parseScript, ScriptError, type ScriptLine } from '../../src/speaker/script.js';
 import { readSay, sendInvalid } from '../../src/control/say-request.js';
 import { utteranceResultJson } from '../../src/control/result.js';
+import { SpeakerQueueFullError } from '../../src/speaker/speaker.js';
 import type { GuildRelay } from './guild-relay.js';
 import { NotInVoiceError, RelayRunningError, UnknownRelayError, type DiscordGuilds } from './guilds.js';
 import type { GuildVoice } from './guild-voice.js';
@@ -160,11 +161,18 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
         const { cast, narrator } = guilds.settings.narration;
         if (typeof text !== 'string') {
           // Streamed: spoken as it arrives in one voice (the narrator's, or voice_id); tags need a whole script.
-          const handle = voice.say(text, {
-            voiceId: voice_id ?? cast[narrator]?.voiceId,
-            interruptible,
-            ...(now ? { priority: 'now' as const } : {}),
-          });
+          let handle;
+          try {
+            handle = voice.say(text, {
+              voiceId: voice_id ?? cast[narrator]?.voiceId,
+              interruptible,
+              ...(now ? { priority: 'now' as const } : {}),
+            });
+          } catch (error) {
+            if (!(error instanceof SpeakerQueueFullError)) throw error;
+            sendJson(res, 429, { error: error.message, code: error.code });
+            return true;
+          }
           if (wait === false) {
             sendJson(res, 202, { utterances: [{ id: handle.id, character: narrator }] });
             return true;
@@ -184,14 +192,14 @@ export function discordControlApi(options: DiscordControlOptions): RouteHandler 
           return true;
         }
         if (voice_id) for (const line of lines) if (line.character === narrator) line.voiceId = voice_id;
-        const handles = lines.map((line, index) =>
-          voice.say(line.text, {
-            voiceId: line.voiceId,
-            voiceSettings: line.voiceSettings,
-            interruptible,
-            ...(now && index === 0 ? { priority: 'now' as const } : {}),
-          }),
-        );
+        let handles;
+        try {
+          handles = voice.narrate(lines, { interruptible, ...(now ? { priority: 'now' as const } : {}) });
+        } catch (error) {
+          if (!(error instanceof SpeakerQueueFullError)) throw error;
+          sendJson(res, 429, { error: error.message, code: error.code });
+          return true;
+        }
         const utterances = lines.map((line, index) => ({
           id: handles[index]!.id,
           character: line.character,

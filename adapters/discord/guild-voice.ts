@@ -30,7 +30,12 @@ import { levelDbfs } from '../../src/audio/level.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { ScriptLine } from '../../src/speaker/script.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
-import { Speaker, type SayOptions, type UtteranceHandle } from '../../src/speaker/speaker.js';
+import {
+  Speaker,
+  SpeakerQueueFullError,
+  type SayOptions,
+  type UtteranceHandle,
+} from '../../src/speaker/speaker.js';
 import {
   ConnectionKeeper,
   describeState,
@@ -211,13 +216,23 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     return this.speaker.say(text, options);
   }
 
-  /** Queues a script's lines in order, each in its character's voice. */
-  narrate(lines: readonly ScriptLine[], options: Pick<SayOptions, 'interruptible'> = {}): UtteranceHandle[] {
-    return lines.map((line) =>
+  /**
+   * Queues a script's lines in order, each in its character's voice: all of them, or none
+   * (`SpeakerQueueFullError` when they do not fit in the queue).
+   */
+  narrate(
+    lines: readonly ScriptLine[],
+    options: Pick<SayOptions, 'interruptible' | 'priority'> = {},
+  ): UtteranceHandle[] {
+    const chars = lines.reduce((n, line) => n + line.text.length, 0);
+    if (!this.speaker.fits(lines.length, chars)) throw new SpeakerQueueFullError(this.speaker.queueLimits);
+    return lines.map((line, index) =>
       this.speaker.say(line.text, {
         voiceId: line.voiceId,
         voiceSettings: line.voiceSettings,
-        ...options,
+        ...(options.interruptible === undefined ? {} : { interruptible: options.interruptible }),
+        // Only the first line cuts in; the rest follow it.
+        ...(options.priority === 'now' && index === 0 ? { priority: 'now' as const } : {}),
       }),
     );
   }

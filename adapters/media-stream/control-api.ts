@@ -14,6 +14,7 @@ import {
   type RouteHandler,
 } from '../../src/http/http.js';
 import { readSay } from '../../src/control/say-request.js';
+import { SpeakerQueueFullError } from '../../src/speaker/speaker.js';
 import { EventStream } from '../../src/http/event-stream.js';
 import { interruptResultJson, utteranceResultJson } from '../../src/control/result.js';
 import { toWire, type CallEvent } from './call-events.js';
@@ -106,6 +107,10 @@ async function say(call: Call, req: IncomingMessage, res: ServerResponse, url: U
   } catch (error) {
     if (error instanceof CallNotActiveError) {
       sendJson(res, 409, { error: error.message });
+      return;
+    }
+    if (error instanceof SpeakerQueueFullError) {
+      sendJson(res, 429, { error: error.message, code: error.code });
       return;
     }
     throw error;

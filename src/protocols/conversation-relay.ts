@@ -10,12 +10,15 @@
  * does not know it ignores.
  */
 import { z } from 'zod';
+import { jsonDepthExceeds } from '../http/json-depth.js';
 
 /** The largest message an app may send (bytes): a long token stream is many messages, not one. */
 export const RELAY_MAX_MESSAGE_BYTES = 64 * 1024;
 const MAX_TOKEN_CHARS = 16_384;
 const MAX_DIGITS = 64;
 const MAX_HANDOFF_CHARS = 16_384;
+/** Objects and arrays inside one another in a message, at most (handoff data is the only nested field). */
+export const RELAY_MAX_JSON_DEPTH = 32;
 
 /** Who may cut speech: ConversationRelay's values (a boolean is `any` or `none`). */
 export type Interruptible = 'none' | 'dtmf' | 'speech' | 'any';
@@ -125,6 +128,9 @@ export class RelayParseError extends Error {
 export function parseFromApp(data: string): FromApp {
   if (data.length > RELAY_MAX_MESSAGE_BYTES)
     throw new RelayParseError(`message over ${RELAY_MAX_MESSAGE_BYTES} bytes`);
+  // What reads the message afterwards (the handoff data's JSON, the schema) recurses: refused unread.
+  if (jsonDepthExceeds(data, RELAY_MAX_JSON_DEPTH))
+    throw new RelayParseError(`message nests deeper than ${RELAY_MAX_JSON_DEPTH} levels`);
   let json: unknown;
   try {
     json = JSON.parse(data);

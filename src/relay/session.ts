@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { AsyncQueue } from '../async/queue.js';
+import { RateLimit } from '../async/rate-limit.js';
 import { rawText } from '../http/ws-data.js';
 import {
   parseFromApp,
@@ -42,6 +43,8 @@ export interface RelaySettings {
   voiceId: string | undefined;
   /** How long the app's socket may take to open (ms). */
   connectTimeoutMs: number;
+  /** What the app may send and have held for it; default `RELAY_LIMITS`. */
+  limits?: Partial<RelayLimits> | undefined;
 }
 
 /** The fields of `setup` that come from the host. */
@@ -85,9 +88,32 @@ export interface RelayStats {
 const MAX_INVALID_IN_A_ROW = 10;
 /** Tokens of one talk cycle waiting to be spoken, at most. */
 const MAX_QUEUED_TOKENS = 4096;
+/**
+ * What an app may send and have voxbridge hold for it. An LLM streaming its answer sends tens of
+ * tokens a second, one talk cycle at a time; past these the app gets an `error` (or, for its rate and
+ * an unread socket, its socket closed), and the call goes on.
+ */
+export const RELAY_LIMITS = {
+  /** Messages a second from the app, on average... */
+  messagesPerSecond: 200,
+  /** ...and at once (after a pause, or a busy event loop). Past it: closed, 1008. */
+  messageBurst: 400,
+  /** Characters of one talk cycle (as much as one `say`): the rest of it is dropped, with an `error`. */
+  cycleChars: 100_000,
+  /** Talk cycles queued or speaking at once: a new one past it is refused, with an `error`. */
+  cycles: 8,
+  /** Keys of `sendDigits` waiting to be played (one message's worth): more is refused, with an `error`. */
+  pendingDigits: 64,
+  /** Bytes of ours the app has not read: past it the app is not reading, and its socket is closed (1008). */
+  unreadBytes: 1024 * 1024,
+  /** A socket closed for misbehaving gets this long to answer the close, then it is cut. */
+  closeGraceMs: 1000,
+} as const;
+export type RelayLimits = { readonly [K in keyof typeof RELAY_LIMITS]: number };
 /** Close codes of ours. */
 const CLOSE_NORMAL = 1000;
 const CLOSE_POLICY = 1008;
+const CLOSE_INTERNAL = 1011;
 
 /** One talk cycle: the app's tokens up to `last: true`, spoken as one utterance. */
 interface TalkCycle {
@@ -97,6 +123,8 @@ interface TalkCycle {
   readonly preemptible: boolean;
   /** Cut by the caller (or preempted). */
   cut: boolean;
+  /** Characters the app sent for it. */
+  chars: number;
 }
 
 export class RelaySession {
@@ -108,6 +136,10 @@ export class RelaySession {
   private ws: WebSocket | undefined;
   private ended = false;
   private invalidInARow = 0;
+  private readonly limits: RelayLimits;
+  private readonly rate: RateLimit;
+  /** Keys of `sendDigits` not yet played. */
+  private digitsPending = 0;
   /** The talk cycle taking tokens, until its `last`. */
   private open: TalkCycle | undefined;
   /** Every talk cycle still speaking or queued, by its utterance id. */
@@ -125,6 +157,8 @@ export class RelaySession {
     private readonly log: Logger,
   ) {
     this.done = new Promise((resolve) => (this.settle = resolve));
+    this.limits = { ...RELAY_LIMITS, ...settings.limits };
+    this.rate = new RateLimit(this.limits.messagesPerSecond, this.limits.messageBurst);
   }
 
   /** The language the app last asked prompts to be transcribed in, if it did. */
@@ -167,11 +201,23 @@ export class RelaySession {
         });
     });
     ws.on('message', (data, isBinary) => {
+      if (this.ended) return;
+      if (!this.rate.take(performance.now())) {
+        this.log.warn({ perSecond: this.limits.messagesPerSecond }, 'relay app over its message rate');
+        this.finish({ reason: 'closed', detail: 'message rate too high' }, CLOSE_POLICY);
+        return;
+      }
       if (isBinary) {
         this.refuse('binary messages are not part of ConversationRelay');
         return;
       }
-      this.onMessage(rawText(data));
+      try {
+        this.onMessage(rawText(data));
+      } catch (error) {
+        // A message we could not handle costs this session, never the process or another call.
+        this.log.error({ err: (error as Error).message }, 'relay message failed; closing the session');
+        this.finish({ reason: 'closed', detail: 'a message could not be handled' }, CLOSE_INTERNAL);
+      }
     });
     ws.on('error', (error) => this.log.warn({ err: error.message }, 'relay socket failed'));
     ws.on('close', (code, reason) =>
@@ -266,9 +312,17 @@ export class RelaySession {
           this.error(`sendDigits is not possible on ${this.host.setup.voxbridge.gateway ?? 'this line'}`);
           return;
         }
-        send(message.digits).catch((error: unknown) =>
-          this.error(`sendDigits failed: ${(error as Error).message}`),
-        );
+        const keys = message.digits.length;
+        if (this.digitsPending + keys > this.limits.pendingDigits) {
+          this.error(
+            `sendDigits refused: ${this.digitsPending} keys are still to be played (at most ${this.limits.pendingDigits} wait)`,
+          );
+          return;
+        }
+        this.digitsPending += keys;
+        send(message.digits)
+          .catch((error: unknown) => this.error(`sendDigits failed: ${(error as Error).message}`))
+          .finally(() => (this.digitsPending -= keys));
         return;
       }
       case 'language':
@@ -301,12 +355,35 @@ export class RelaySession {
           const r = this.host.interrupt();
           if (r.interrupted) this.log.debug({ heardText: r.heardText }, 'talk cycle preempted');
         }
+      if (this.speaking.size >= this.limits.cycles) {
+        this.error(
+          `${this.speaking.size} answers are already waiting to be spoken: this one is dropped (at most ${this.limits.cycles})`,
+        );
+        // Its tokens up to its `last` go with it.
+        this.discarding = !o.last;
+        return;
+      }
       const tokens = new AsyncQueue<string>(MAX_QUEUED_TOKENS);
-      const handle = this.host.say(tokens, {
-        interruptible: o.interruptible === 'speech' || o.interruptible === 'any',
-        voiceId: this.settings.voiceId,
-      });
-      cycle = { tokens, handle, interruptible: o.interruptible, preemptible: o.preemptible, cut: false };
+      let handle: UtteranceHandle;
+      try {
+        handle = this.host.say(tokens, {
+          interruptible: o.interruptible === 'speech' || o.interruptible === 'any',
+          voiceId: this.settings.voiceId,
+        });
+      } catch (error) {
+        // The host would not take it (its queue is full, the call is ending).
+        this.error(`this answer cannot be spoken: ${(error as Error).message}`);
+        this.discarding = !o.last;
+        return;
+      }
+      cycle = {
+        tokens,
+        handle,
+        interruptible: o.interruptible,
+        preemptible: o.preemptible,
+        cut: false,
+        chars: 0,
+      };
       this.open = cycle;
       this.speaking.set(handle.id, cycle);
       const started = cycle;
@@ -315,11 +392,19 @@ export class RelaySession {
         this.closeCycle(started);
       });
     }
-    if (!cycle.cut && token !== '' && !cycle.tokens.tryPush(token)) {
-      this.error(
-        `more than ${MAX_QUEUED_TOKENS} tokens waiting to be spoken: the rest of this talk cycle is dropped`,
-      );
-      cycle.cut = true;
+    if (!cycle.cut && token !== '') {
+      cycle.chars += token.length;
+      if (cycle.chars > this.limits.cycleChars) {
+        this.error(
+          `more than ${this.limits.cycleChars} characters in one talk cycle: the rest of it is dropped`,
+        );
+        cycle.cut = true;
+      } else if (!cycle.tokens.tryPush(token)) {
+        this.error(
+          `more than ${MAX_QUEUED_TOKENS} tokens waiting to be spoken: the rest of this talk cycle is dropped`,
+        );
+        cycle.cut = true;
+      }
     }
     if (o.last) this.closeCycle(cycle);
   }
@@ -352,7 +437,12 @@ export class RelaySession {
 
   private send(message: ToApp): void {
     const ws = this.ws;
-    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    if (this.ended || !ws || ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount > this.limits.unreadBytes) {
+      this.log.warn({ unreadBytes: ws.bufferedAmount }, 'relay app is not reading its socket; closing it');
+      this.finish({ reason: 'closed', detail: 'the app does not read its socket' }, CLOSE_POLICY);
+      return;
+    }
     ws.send(serializeToApp(message));
   }
 
@@ -363,8 +453,15 @@ export class RelaySession {
     if (this.open) this.closeCycle(this.open);
     const ws = this.ws;
     if (ws && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) {
-      if (ws.readyState === WebSocket.OPEN) ws.close(code, outcome.reason);
-      else ws.terminate();
+      if (ws.readyState === WebSocket.OPEN) {
+        ws.close(code, outcome.reason);
+        // A well-behaved app answers the close at once; one that was flooding or not reading is cut,
+        // and what it still sends is not read.
+        if (code !== CLOSE_NORMAL) {
+          ws.pause();
+          setTimeout(() => ws.terminate(), this.limits.closeGraceMs).unref();
+        }
+      } else ws.terminate();
     }
     this.settle(outcome);
   }

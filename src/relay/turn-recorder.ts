@@ -2,6 +2,10 @@
  * The caller's audio of one turn, for speech-to-text: a short rolling look-back while nobody talks,
  * everything from a turn's first onset (less a pre-roll) to its end, bounded. Given the caller's audio
  * as it arrives (any rate, with its inbound time), it answers a turn's audio at 16 kHz.
+ *
+ * The bound is on the samples held, not only on their times: a gateway's timestamps are the peer's to
+ * send, and audio whose times go backwards (or stand still) must not be kept for ever. A chunk that
+ * claims a time before the end of the last one is placed right after it.
  */
 import { resampleWhole } from '../audio/resampler.js';
 
@@ -28,6 +32,10 @@ interface Chunk {
 
 export class TurnRecorder {
   private readonly chunks: Chunk[] = [];
+  /** Samples in `chunks`. */
+  private held = 0;
+  /** Where the audio pushed so far ends (ms), once some was. */
+  private endMs: number | undefined;
   private readonly rate: number;
   private readonly preRollMs: number;
   private readonly tailMs: number;
@@ -46,11 +54,20 @@ export class TurnRecorder {
 
   /** The caller's audio, in order, with the inbound time of its first sample. */
   push(samples: Int16Array, atMs: number): void {
-    this.chunks.push({ atMs, samples });
+    const at = this.endMs === undefined || !(atMs < this.endMs) ? atMs : this.endMs;
+    if (!Number.isFinite(at)) return;
+    this.chunks.push({ atMs: at, samples });
+    this.held += samples.length;
+    const end = at + (samples.length / this.rate) * 1000;
+    this.endMs = end;
     const keepMs =
       this.openFromMs === undefined ? this.lookBackMs : this.maxTurnMs + this.preRollMs + this.tailMs;
-    const end = atMs + (samples.length / this.rate) * 1000;
-    while (this.chunks.length > 1 && this.chunks[1]!.atMs <= end - keepMs) this.chunks.shift();
+    const keepSamples = (keepMs * this.rate) / 1000;
+    while (
+      this.chunks.length > 1 &&
+      (this.chunks[1]!.atMs <= end - keepMs || this.held - this.chunks[0]!.samples.length >= keepSamples)
+    )
+      this.held -= this.chunks.shift()!.samples.length;
   }
 
   /** Speech began at `onsetMs`: the turn's audio is kept from a little before it. */

@@ -22,6 +22,22 @@ import {
 const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
 /** A rendition goes into the frames this much at a time (ms), as a response's chunks would. */
 const RENDITION_PIECE_MS = 100;
+/**
+ * What may wait its turn in one speaker, by default: a backlog of hours that nobody will sit through,
+ * and the most a peer that keeps asking can make one call hold (about 200,000 characters: 400 KB).
+ */
+export const DEFAULT_QUEUE_LIMITS = { utterances: 64, chars: 200_000 } as const;
+
+/** `say()` past the queue's limits: nothing was queued. */
+export class SpeakerQueueFullError extends Error {
+  override readonly name = 'SpeakerQueueFullError';
+  readonly code = 'queue_full';
+  constructor(readonly limits: { utterances: number; chars: number }) {
+    super(
+      `the queue is full: at most ${limits.utterances} utterances and ${limits.chars} characters wait to be spoken`,
+    );
+  }
+}
 
 export type {
   AudioInput,
@@ -43,6 +59,8 @@ export interface SpeakerOptions {
   clock?: Clock;
   /** Frames produced ahead of the sender, beyond the sink's lead; bounds memory per speaker. Default 1000 ms. */
   bufferMs?: number;
+  /** What may wait its turn (utterances, characters of text); `say()` past it throws `SpeakerQueueFullError`. */
+  queueLimits?: { utterances: number; chars: number };
 }
 
 export interface UtteranceHandle {
@@ -76,6 +94,8 @@ export interface SpeakerEvents {
  */
 export class Speaker extends EventEmitter<SpeakerEvents> {
   private readonly queue: Utterance[] = [];
+  /** Characters of text in `queue` (a streamed text counts as it was when queued: nothing). */
+  private queuedChars = 0;
   /** The one utterance producing frames now. */
   private current: Utterance | undefined;
   /** Utterances whose frames are all written, still playing out at the far end. */
@@ -103,9 +123,12 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
 
   /**
    * Queues `text` (or a stream of text, as an LLM produces it), or audio to play as it is (tones, a
-   * recording: `AudioInput`), paced and interruptible like speech.
+   * recording: `AudioInput`), paced and interruptible like speech. Throws `SpeakerQueueFullError`
+   * when `maxQueued` utterances already wait: a peer that keeps asking cannot grow the queue.
    */
   say(text: string | AsyncIterable<string> | AudioInput, options: SayOptions = {}): UtteranceHandle {
+    const chars = typeof text === 'string' ? text.length : isAudioInput(text) ? text.text.length : 0;
+    if (!this.closed && !this.fits(1, chars)) throw new SpeakerQueueFullError(this.queueLimits);
     const u = new Utterance(text, options, (changed, oldState, newState) =>
       this.emit('utteranceStateChange', changed.id, oldState, newState),
     );
@@ -121,8 +144,12 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     if (u.state.status === 'queued') {
       if (options.priority === 'now') {
         this.queue.unshift(u);
+        this.queuedChars += u.text.length;
         if (this.current?.interruptible) this.interrupt({ keepQueue: true });
-      } else this.queue.push(u);
+      } else {
+        this.queue.push(u);
+        this.queuedChars += u.text.length;
+      }
       this.pump();
     }
     return { id: u.id, result: u.result };
@@ -140,6 +167,17 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
 
   get queued(): number {
     return this.queue.length;
+  }
+
+  /** Whether `utterances` more, with `chars` characters of text in all, would be queued now. */
+  fits(utterances: number, chars: number): boolean {
+    const limits = this.queueLimits;
+    return this.queue.length + utterances <= limits.utterances && this.queuedChars + chars <= limits.chars;
+  }
+
+  /** What may wait its turn. */
+  get queueLimits(): { utterances: number; chars: number } {
+    return this.options.queueLimits ?? DEFAULT_QUEUE_LIMITS;
   }
 
   /**
@@ -217,6 +255,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   private cancel(u: Utterance): void {
     if (u.state.status === 'queued') {
       this.queue.splice(this.queue.indexOf(u), 1);
+      this.queuedChars -= u.text.length;
       this.finish(u, 'interrupted');
     } else if (u === this.current || this.draining.has(u)) this.interrupt({ force: true, keepQueue: true });
   }
@@ -264,7 +303,10 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   }
 
   private next(): Utterance | undefined {
-    return this.held ? undefined : this.queue.shift();
+    if (this.held) return undefined;
+    const u = this.queue.shift();
+    if (u) this.queuedChars -= u.text.length;
+    return u;
   }
 
   /** Produces and sends one utterance; returns when its last frame is written (it may still be playing). */

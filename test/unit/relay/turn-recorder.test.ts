@@ -48,4 +48,36 @@ describe('TurnRecorder', () => {
     expect(long.length).toBe((2000 * 16_000) / 1000);
     expect(long.at(-1)).toBe(19_980 / 20);
   });
+
+  it('bounds what it holds by samples when the timestamps go backwards or stand still', () => {
+    const r = new TurnRecorder({
+      sampleRate: 8000,
+      lookBackMs: 1000,
+      maxTurnMs: 2000,
+      preRollMs: 0,
+      tailMs: 0,
+    });
+    const chunk = new Int16Array(160).fill(7);
+    // 20,000 chunks (400 s of audio) that all claim the same moment, then ones that go back in time.
+    for (let i = 0; i < 20_000; i++) r.push(chunk, 1000);
+    for (let i = 0; i < 20_000; i++) r.push(chunk, 1000 - i);
+    const held = (r as unknown as { held: number }).held;
+    expect(held).toBeLessThanOrEqual(8000 + 160);
+    // A turn opened on top of it is bounded by its longest turn, and its audio is the caller's.
+    r.onset(1000);
+    for (let i = 0; i < 20_000; i++) r.push(chunk, 0);
+    expect((r as unknown as { held: number }).held).toBeLessThanOrEqual(16_000 + 160);
+    // Each chunk was placed after the one before it: the timeline is 60,000 chunks long.
+    const endMs = (r as unknown as { endMs: number }).endMs;
+    expect(endMs).toBe(1000 + 60_000 * 20);
+    const audio = r.turnEnd({ startMs: 1000, endMs });
+    expect(audio.length).toBeGreaterThan(0);
+    expect(audio.length).toBeLessThanOrEqual(2 * 16_000 + 320);
+  });
+
+  it('drops a chunk whose time is not a number', () => {
+    const r = new TurnRecorder({ sampleRate: 8000 });
+    r.push(new Int16Array(160), Number.NaN);
+    expect((r as unknown as { held: number }).held).toBe(0);
+  });
 });
