@@ -170,6 +170,8 @@ export class GuildRelay {
           signal,
           ...(language ? { languageCode: language } : {}),
         });
+        if (transcript.warnings.length > 0)
+          this.log.warn({ warnings: transcript.warnings }, 'the speech-to-text answer was trimmed');
         this.session.prompt(transcript.text, transcript.languageCode ?? language, { member });
       } catch (error) {
         if (!signal.aborted)

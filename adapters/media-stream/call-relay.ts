@@ -13,6 +13,12 @@ import { TURN_SAMPLE_RATE, TurnRecorder } from '../../src/relay/turn-recorder.js
 import { RelaySession, type RelayHost, type RelaySettings } from '../../src/relay/session.js';
 import type { SttClient } from '../../src/speech/stt.js';
 
+/**
+ * Turns waiting for speech-to-text, the one being transcribed included: past this a turn is dropped, so
+ * a stalled service (each turn held up to its deadline) cannot pile up a call's audio.
+ */
+const MAX_QUEUED_TURNS = 4;
+
 /** What the calls part gives every call for its relay nodes. */
 export interface CallRelays {
   /** By name, as `relays:` in the config has them (headers resolved). */
@@ -35,6 +41,7 @@ export class CallRelay {
   private readonly session: RelaySession;
   private readonly recorder: TurnRecorder;
   private transcribing: Promise<void> = Promise.resolve();
+  private queuedTurns = 0;
   private readonly controller = new AbortController();
 
   constructor(private readonly options: CallRelayOptions) {
@@ -78,6 +85,11 @@ export class CallRelay {
     const audio = this.recorder.turnEnd(turn);
     const { stt, log } = this.options;
     if (!stt || audio.length === 0) return;
+    if (this.queuedTurns >= MAX_QUEUED_TURNS) {
+      log.warn({ queued: this.queuedTurns }, 'speech-to-text is behind: a turn was dropped');
+      return;
+    }
+    this.queuedTurns++;
     const wav = wavFile(audio, TURN_SAMPLE_RATE);
     const language = this.session.transcriptionLanguage;
     this.transcribing = this.transcribing.then(async () => {
@@ -86,6 +98,8 @@ export class CallRelay {
           signal: this.controller.signal,
           ...(language ? { languageCode: language } : {}),
         });
+        if (transcript.warnings.length > 0)
+          log.warn({ warnings: transcript.warnings }, 'the speech-to-text answer was trimmed');
         this.session.prompt(transcript.text, transcript.languageCode ?? language);
       } catch (error) {
         if (!this.controller.signal.aborted)
@@ -93,6 +107,8 @@ export class CallRelay {
             { err: (error as Error).message, turnMs: turn.endMs - turn.startMs },
             'a turn was not transcribed',
           );
+      } finally {
+        this.queuedTurns--;
       }
     });
   }

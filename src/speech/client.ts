@@ -3,14 +3,21 @@
  * `authHeader: 'xi-api-key'`). One keep-alive pool per client, so each sentence reuses a warm
  * connection; retries only before the first audio byte; every call cancellable by its signal.
  */
-import { ServiceConnection, type AuthHeader, type ConnectionSettings } from './connection.js';
+import {
+  bodyDeadlineMs,
+  DEFAULT_DEADLINE_FLOOR_MS,
+  DEFAULT_DEADLINE_REALTIME_MULTIPLE,
+  maxAudioBytes,
+  type DeadlinePolicy,
+} from './budget.js';
+import { numberOption, ServiceConnection, type AuthHeader, type ConnectionSettings } from './connection.js';
 import { SpeechServiceError } from './errors.js';
 import { FORMAT_INFO, type OutputFormat } from './formats.js';
 import { headerValue } from './http-errors.js';
 import { readBody, readJsonBody } from './response-body.js';
 import { prepareSpeech, speechPath, type PreparedSpeech, type SpeechRequest } from './speech-request.js';
 import { HttpSpeechStream, type SpeechStream } from './speech-stream.js';
-import { TimestampedBody } from './timestamps.js';
+import { TimestampedBody, timestampsLimits } from './timestamps.js';
 import type { OpenResponse } from './transport.js';
 import {
   addVoiceForm,
@@ -49,6 +56,7 @@ export const DEFAULT_CONNECTIONS = 256;
 /** JSON answers (voice lists) beyond this are refused rather than buffered. */
 const JSON_MAX_BYTES = 16 * 1024 * 1024;
 const USER_AGENT = 'voxbridge-speech-client';
+const OWNER = 'SpeechClient';
 
 export interface StreamMetrics {
   requestId?: string;
@@ -66,6 +74,15 @@ export interface SpeechClientOptions extends ConnectionSettings {
   firstByteTimeoutMs?: number;
   /** Longest silence between two chunks once audio flows (not retried). Default 10 s. */
   idleTimeoutMs?: number;
+  /**
+   * A response's body, once its first byte is in, must end within max(this, its text at a slow 4
+   * characters a second × `deadlineRealtimeMultiple`), counting only the time spent waiting for the
+   * service (not the time the caller holds the stream unread); past it the request fails with
+   * `deadline_exceeded` (not retried). Default 30 s.
+   */
+  deadlineFloorMs?: number;
+  /** See `deadlineFloorMs`. Default 2 (500 ms a character). */
+  deadlineRealtimeMultiple?: number;
   /** Keep-alive pool size. Default 256 (see `DEFAULT_CONNECTIONS` for why). */
   connections?: number;
   /** Called once per `stream()` when its first audio byte arrived. Exceptions are ignored. */
@@ -107,12 +124,13 @@ export class SpeechClient {
   readonly #connection: ServiceConnection;
   readonly #onStreamMetrics: ((m: StreamMetrics) => void) | undefined;
   readonly #timestamps: boolean;
+  readonly #deadline: DeadlinePolicy;
   /** Set once a with-timestamps request was refused and the plain stream worked: never asked again. */
   #timestampsMissing = false;
 
   constructor(options: SpeechClientOptions) {
     this.#connection = new ServiceConnection(options, {
-      owner: 'SpeechClient',
+      owner: OWNER,
       closedName: 'speech client',
       anyAuthHeader: true,
       userAgent: USER_AGENT,
@@ -125,6 +143,16 @@ export class SpeechClient {
     this.redactedBaseUrl = this.#connection.redactedBaseUrl;
     this.#onStreamMetrics = options.onStreamMetrics;
     this.#timestamps = options.timestamps === true;
+    this.#deadline = {
+      floorMs: numberOption(OWNER, 'deadlineFloorMs', options.deadlineFloorMs, DEFAULT_DEADLINE_FLOOR_MS),
+      realtimeMultiple: numberOption(
+        OWNER,
+        'deadlineRealtimeMultiple',
+        options.deadlineRealtimeMultiple,
+        DEFAULT_DEADLINE_REALTIME_MULTIPLE,
+        true,
+      ),
+    };
   }
 
   /** The whole audio in one buffer. Retried (before the first byte) like `stream()`. */
@@ -139,10 +167,11 @@ export class SpeechClient {
         idempotent: true,
         emptyCode: 'empty_audio',
         audioFormat: prepared.outputFormat,
+        bodyDeadlineMs: this.#bodyDeadlineMs(prepared),
       },
       opts.signal,
     );
-    const audio = await readBody(response, Number.MAX_SAFE_INTEGER);
+    const audio = await readBody(response, maxAudioBytes(prepared.outputFormat, prepared.textChars));
     if (prepared.outputFormat === 'pcm_24000' && audio.byteLength % 2 !== 0) {
       throw new SpeechServiceError({
         code: 'misaligned_audio',
@@ -236,6 +265,7 @@ export class SpeechClient {
         idempotent: true,
         emptyCode: 'empty_audio',
         audioFormat: prepared.outputFormat,
+        bodyDeadlineMs: this.#bodyDeadlineMs(prepared),
       },
       signal,
       startedAt,
@@ -245,6 +275,7 @@ export class SpeechClient {
       format: prepared.outputFormat,
       contentType: this.#contentType(response, prepared.outputFormat),
       earlierAttempts,
+      maxAudioBytes: maxAudioBytes(prepared.outputFormat, prepared.textChars),
     });
   }
 
@@ -263,11 +294,14 @@ export class SpeechClient {
         idempotent: true,
         emptyCode: 'empty_audio',
         timestamps: true,
+        bodyDeadlineMs: this.#bodyDeadlineMs(prepared),
       },
       signal,
       startedAt,
     );
-    const body = new TimestampedBody(response, this.#connection.secrets);
+    const { textChars, textUnits, outputFormat } = prepared;
+    const limits = timestampsLimits(textChars, textUnits, outputFormat);
+    const body = new TimestampedBody(response, this.#connection.secrets, limits);
     await body.prime();
     return new HttpSpeechStream({
       response,
@@ -276,7 +310,12 @@ export class SpeechClient {
       contentType: FORMAT_INFO[prepared.outputFormat].contentType,
       body,
       alignment: body.alignment,
+      maxAudioBytes: maxAudioBytes(outputFormat, textChars),
     });
+  }
+
+  #bodyDeadlineMs(prepared: PreparedSpeech): number {
+    return bodyDeadlineMs(this.#deadline, prepared.textChars);
   }
 
   #readJson(response: OpenResponse): Promise<unknown> {

@@ -13,6 +13,8 @@ export interface FormatInfo {
   readonly contentType: string;
   readonly sampleRate: number;
   readonly container: 'raw' | 'wav' | 'mp3';
+  /** Bytes of one second of audio (MP3: its nominal bit rate), container overhead aside. */
+  readonly bytesPerSecond: number;
   /**
    * Media types (lower case, no parameters) a server may declare for this format: ours, ElevenLabs'
    * (`audio/pcm` for raw PCM) and the common aliases.
@@ -25,18 +27,21 @@ export const FORMAT_INFO: Readonly<Record<OutputFormat, FormatInfo>> = {
     contentType: 'audio/L16;rate=24000;channels=1',
     sampleRate: 24_000,
     container: 'raw',
+    bytesPerSecond: 48_000,
     mediaTypes: ['audio/l16', 'audio/pcm'],
   },
   wav_24000: {
     contentType: 'audio/wav',
     sampleRate: 24_000,
     container: 'wav',
+    bytesPerSecond: 48_000,
     mediaTypes: ['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave'],
   },
   mp3_44100_192: {
     contentType: 'audio/mpeg',
     sampleRate: 44_100,
     container: 'mp3',
+    bytesPerSecond: 24_000,
     mediaTypes: ['audio/mpeg', 'audio/mp3'],
   },
 };

@@ -8,6 +8,7 @@ import {
   checkModelId,
   checkText,
   checkVoiceSettings,
+  textLength,
   type FieldProblem,
   type VoiceSettings,
 } from './limits.js';
@@ -35,6 +36,9 @@ export interface PreparedSpeech {
   readonly voiceId: string;
   readonly outputFormat: OutputFormat;
   readonly body: string;
+  /** The text's length in code points (as the service counts characters) and in UTF-16 units. */
+  readonly textChars: number;
+  readonly textUnits: number;
 }
 
 function toWireSettings(settings: SpeechVoiceSettings): VoiceSettings {
@@ -83,7 +87,13 @@ export function prepareSpeech(req: SpeechRequest): PreparedSpeech {
   const body: { text: string; model_id?: string; voice_settings?: VoiceSettings } = { text: req.text };
   if (req.modelId !== undefined) body.model_id = req.modelId;
   if (settings !== undefined) body.voice_settings = settings;
-  return { voiceId: req.voiceId, outputFormat, body: JSON.stringify(body) };
+  return {
+    voiceId: req.voiceId,
+    outputFormat,
+    body: JSON.stringify(body),
+    textChars: textLength(req.text),
+    textUnits: req.text.length,
+  };
 }
 
 /** The speech paths (below the prefix), with `output_format` always explicit. */

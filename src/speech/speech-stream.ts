@@ -43,6 +43,11 @@ export interface SpeechStreamInit {
   readonly alignment?: CharacterAlignment;
   /** Attempts refused before `response`'s own (a with-timestamps request that fell back). */
   readonly earlierAttempts?: number;
+  /**
+   * The most audio bytes the request's text may turn into (budget.ts); past it the stream fails with
+   * `response_too_large`, so a service that never ends cannot keep an utterance playing. Default: none.
+   */
+  readonly maxAudioBytes?: number;
 }
 
 export class HttpSpeechStream implements SpeechStream {
@@ -53,6 +58,7 @@ export class HttpSpeechStream implements SpeechStream {
   readonly attempts: number;
   readonly alignment?: CharacterAlignment;
   readonly #body: AudioBody;
+  readonly #maxAudioBytes: number;
   #iterated = false;
 
   constructor(init: SpeechStreamInit) {
@@ -62,6 +68,7 @@ export class HttpSpeechStream implements SpeechStream {
     this.requestId = init.response.requestId;
     this.firstByteMs = init.response.firstByteMs;
     this.attempts = init.response.attempts + (init.earlierAttempts ?? 0);
+    this.#maxAudioBytes = init.maxAudioBytes ?? Infinity;
     if (init.alignment !== undefined) this.alignment = init.alignment;
   }
 
@@ -93,8 +100,11 @@ export class HttpSpeechStream implements SpeechStream {
     const body = this.#body;
     const aligner = this.format === 'pcm_24000' ? new PcmAligner() : undefined;
     let ended = false;
+    let audioBytes = 0;
     try {
       for (let chunk = await body.next(); chunk !== undefined; chunk = await body.next()) {
+        audioBytes += chunk.byteLength;
+        if (audioBytes > this.#maxAudioBytes) throw this.#tooLong();
         const out = aligner ? int16ToBytes(aligner.push(chunk)) : chunk;
         if (out.byteLength > 0) yield out;
       }
@@ -111,5 +121,14 @@ export class HttpSpeechStream implements SpeechStream {
       });
     }
     return undefined;
+  }
+
+  #tooLong(): SpeechServiceError {
+    return new SpeechServiceError({
+      code: 'response_too_large',
+      message: `the speech service sent more than ${this.#maxAudioBytes} bytes of audio, more than the text can take`,
+      requestId: this.requestId,
+      retryable: false,
+    });
   }
 }

@@ -18,7 +18,7 @@ import { SpeechInputError, SpeechServiceError } from './errors.js';
 import { headerValue, unexpectedContentType } from './http-errors.js';
 import { checkModelId } from './limits.js';
 import { readJsonBody } from './response-body.js';
-import { toTranscript, type TranscriptBody } from './transcript.js';
+import { isLanguageTag, toTranscript, type TranscriptBody } from './transcript.js';
 import type { OpenResponse } from './transport.js';
 
 export type { TranscriptWord } from './transcript.js';
@@ -52,9 +52,20 @@ export const MIN_AUDIO_MS = 100;
 export const MAX_NON_AUDIO_BYTES = 64 * 1024;
 /** A turn's transcript with word timings is tens of kilobytes; more is a misbehaving peer. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
-/** ISO 639-1 or 639-3, optionally with subtags (`en`, `eng`, `pt-BR`). */
-const LANGUAGE_CODE = /^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{1,8})*$/;
-const LANGUAGE_CODE_MAX_CHARS = 35;
+/**
+ * Within `maxResponseBytes`, an answer may hold this much for any turn, plus `RESPONSE_BYTES_PER_SECOND`
+ * per second of its audio: ~6 word entries a second of ~130 bytes each is under 1 KiB, so 16 KiB is
+ * far more than any transcript of it (60 s: 1 MiB).
+ */
+export const RESPONSE_BASE_BYTES = 64 * 1024;
+export const RESPONSE_BYTES_PER_SECOND = 16 * 1024;
+/**
+ * A transcription must be done (retries, backoff and the whole answer included) within this floor
+ * plus `DEFAULT_STT_DEADLINE_REALTIME_MULTIPLE` times the turn's length, else `deadline_exceeded`: a
+ * service that stalls or drips its answer costs one turn, and the turns after it are transcribed.
+ */
+export const DEFAULT_STT_DEADLINE_FLOOR_MS = 30_000;
+export const DEFAULT_STT_DEADLINE_REALTIME_MULTIPLE = 2;
 const UPLOAD_FILENAME = 'turn.wav';
 const UPLOAD_CONTENT_TYPE = 'audio/wav';
 const USER_AGENT = 'voxbridge-stt-client';
@@ -75,8 +86,17 @@ export interface SttClientOptions extends ConnectionSettings {
   modelId?: string;
   /** Audio longer than this is refused before sending. Default 60 s. */
   maxAudioMs?: number;
-  /** An answer over this many bytes is cut off and refused (`response_too_large`). Default 1 MiB. */
+  /**
+   * An answer over this many bytes is cut off and refused (`response_too_large`); a shorter bound
+   * applies to a short turn (`RESPONSE_BASE_BYTES` + `RESPONSE_BYTES_PER_SECOND` of its audio). Default 1 MiB.
+   */
   maxResponseBytes?: number;
+  /**
+   * Each `transcribe()` must end within `deadlineFloorMs + deadlineRealtimeMultiple × the audio's
+   * length`, retries included, else it fails with `deadline_exceeded` (not retryable). Defaults 30 s, 2.
+   */
+  deadlineFloorMs?: number;
+  deadlineRealtimeMultiple?: number;
 }
 
 export interface TranscribeOptions {
@@ -125,7 +145,7 @@ function checkAudio(wav: unknown, maxAudioMs: number): WavInfo {
 
 function checkLanguageCode(code: unknown): string | undefined {
   if (code === undefined) return undefined;
-  if (typeof code !== 'string' || code.length > LANGUAGE_CODE_MAX_CHARS || !LANGUAGE_CODE.test(code))
+  if (typeof code !== 'string' || !isLanguageTag(code))
     throw new SpeechInputError(
       'language_code',
       'language_code must be an ISO 639-1 or 639-3 code (e.g. en, eng), optionally with subtags',
@@ -145,6 +165,8 @@ export class SttClient {
   readonly #modelId: string;
   readonly #maxAudioMs: number;
   readonly #maxResponseBytes: number;
+  readonly #deadlineFloorMs: number;
+  readonly #deadlineMultiple: number;
 
   constructor(options: SttClientOptions) {
     this.#connection = new ServiceConnection(options, {
@@ -164,18 +186,40 @@ export class SttClient {
     this.#maxResponseBytes = Math.floor(
       numberOption(OWNER, 'maxResponseBytes', options.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES),
     );
+    this.#deadlineFloorMs = numberOption(
+      OWNER,
+      'deadlineFloorMs',
+      options.deadlineFloorMs,
+      DEFAULT_STT_DEADLINE_FLOOR_MS,
+    );
+    this.#deadlineMultiple = numberOption(
+      OWNER,
+      'deadlineRealtimeMultiple',
+      options.deadlineRealtimeMultiple,
+      DEFAULT_STT_DEADLINE_REALTIME_MULTIPLE,
+      true,
+    );
   }
 
   /**
    * The text of `wav` (any PCM or float WAV; voxbridge sends 16 kHz mono 16-bit). Rejects with a
    * `SpeechInputError` before sending when the audio is not a readable WAV or is shorter than
-   * `MIN_AUDIO_MS` or longer than `maxAudioMs`; with a `SpeechServiceError` when the service fails or
-   * answers something that is not a transcript; with the signal's reason when `signal` aborts.
+   * `MIN_AUDIO_MS` or longer than `maxAudioMs`; with a `SpeechServiceError` when the service fails,
+   * answers something that is not a transcript or misses the deadline (`deadline_exceeded`); with the
+   * signal's reason when `signal` aborts.
    */
   async transcribe(wav: Uint8Array, opts: TranscribeOptions = {}): Promise<Transcript> {
     const audio = checkAudio(wav, this.#maxAudioMs);
     const languageCode = checkLanguageCode(opts.languageCode);
     const { signal } = opts;
+    const deadlineMs = this.#deadlineFloorMs + audio.durationMs * this.#deadlineMultiple;
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(this.#deadlineExceeded(deadlineMs, audio)), deadlineMs);
+    const callSignal = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
+    const maxResponseBytes = Math.min(
+      this.#maxResponseBytes,
+      RESPONSE_BASE_BYTES + Math.ceil((audio.durationMs / 1000) * RESPONSE_BYTES_PER_SECOND),
+    );
     const form = new FormData();
     // The small fields first: a server reading the stream knows them before the file arrives.
     form.append('model_id', this.#modelId);
@@ -193,16 +237,18 @@ export class SttClient {
           idempotent: true,
           emptyCode: 'invalid_response',
         },
-        signal,
+        callSignal,
       );
       const contentType = headerValue(response.headers, 'content-type');
       if (!isJsonContentType(contentType)) {
         response.cancel();
         throw unexpectedContentType(response, 'a JSON transcript', this.#connection.secrets);
       }
-      json = await readJsonBody(response, this.#maxResponseBytes, this.#connection.secrets);
+      json = await readJsonBody(response, maxResponseBytes, this.#connection.secrets);
     } catch (error) {
       throw this.#reworded(error);
+    } finally {
+      clearTimeout(timer);
     }
     if (signal?.aborted) throw signal.reason;
     return {
@@ -217,6 +263,16 @@ export class SttClient {
   /** Closes the pool once running requests finish; later calls fail with `client_closed`. */
   async close(): Promise<void> {
     await this.#connection.close();
+  }
+
+  #deadlineExceeded(deadlineMs: number, audio: WavInfo): SpeechServiceError {
+    return new SpeechServiceError({
+      code: 'deadline_exceeded',
+      message:
+        `no whole transcript within ${Math.round(deadlineMs)} ms, the deadline for ` +
+        `${Math.round(audio.durationMs)} ms of audio`,
+      retryable: false,
+    });
   }
 
   /** The transport words its timeouts for audio; what did not come here is a transcript. */

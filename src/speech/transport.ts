@@ -53,6 +53,11 @@ export interface CallSpec {
   readonly audioFormat?: OutputFormat;
   /** A with-timestamps request: a 2xx must declare JSON (or nothing), checked the same way. */
   readonly timestamps?: boolean;
+  /**
+   * The most time the body may take once its first byte is in, counted only while the client waits for
+   * the peer (see `OpenResponse`); past it the exchange fails with `deadline_exceeded`. Default: none.
+   */
+  readonly bodyDeadlineMs?: number;
 }
 
 export interface Attempted {
@@ -180,6 +185,7 @@ export class Transport {
             attemptCtl,
             signal,
             idleTimeoutMs: this.#o.idleTimeoutMs,
+            bodyDeadlineMs: spec.bodyDeadlineMs ?? Infinity,
           });
         }
       } catch (e) {
@@ -207,12 +213,18 @@ interface OpenResponseInit {
   readonly attemptCtl: AbortController;
   readonly signal: AbortSignal | undefined;
   readonly idleTimeoutMs: number;
+  /** `CallSpec.bodyDeadlineMs`; `Infinity` for none. */
+  readonly bodyDeadlineMs: number;
 }
 
 /**
  * A 2xx body whose first chunk has arrived. Chunks are pulled one at a time (undici pauses the socket
- * while nobody pulls), each wait bounded by the idle timeout. Any failure is final: past the first byte
- * a retry would repeat audio.
+ * while nobody pulls), each wait bounded by the idle timeout, and all the waits together by the body's
+ * deadline: a peer that drips a byte now and then, under the idle timeout, still ends. The deadline
+ * counts only the time spent waiting for the peer, not the time the consumer holds the body unread (a
+ * prefetched sentence waiting for the one before it to play, playback paced at real time): that time
+ * is not the peer's, and a consumer may legitimately take long. Any failure is final: past the first
+ * byte a retry would repeat audio.
  */
 export class OpenResponse {
   readonly status: number;
@@ -222,6 +234,8 @@ export class OpenResponse {
   readonly firstByteMs: number;
   readonly #init: OpenResponseInit;
   #first: Buffer | undefined;
+  /** What is left of the body's deadline: ms the client may still wait for the peer. */
+  #deadlineLeftMs: number;
   /** Set once: a clean end, or the failure (cancellation included) every later `next()` repeats. */
   #outcome: { readonly ended: true } | { readonly ended: false; readonly error: unknown } | undefined;
 
@@ -233,6 +247,7 @@ export class OpenResponse {
     this.attempts = init.attempts;
     this.firstByteMs = init.firstByteMs;
     this.#first = init.first;
+    this.#deadlineLeftMs = init.bodyDeadlineMs;
   }
 
   /** The next non-empty chunk, or `undefined` at the body's clean end. */
@@ -250,16 +265,19 @@ export class OpenResponse {
       return first;
     }
     const { attemptCtl, idleTimeoutMs, iterator } = this.#init;
-    const timer = setTimeout(() => {
-      attemptCtl.abort(
-        new SpeechServiceError({
-          code: 'idle_timeout',
-          message: `no audio for ${idleTimeoutMs} ms in the middle of the stream`,
-          requestId: this.requestId,
-          retryable: false,
-        }),
-      );
-    }, idleTimeoutMs);
+    if (this.#deadlineLeftMs <= 0) {
+      const error = this.#deadlineExceeded();
+      this.cancel(error);
+      return rethrow(error);
+    }
+    const deadlineFirst = this.#deadlineLeftMs <= idleTimeoutMs;
+    const waitedFrom = performance.now();
+    const timer = setTimeout(
+      () => {
+        attemptCtl.abort(deadlineFirst ? this.#deadlineExceeded() : this.#idleTimeout());
+      },
+      Math.max(0, deadlineFirst ? this.#deadlineLeftMs : idleTimeoutMs),
+    );
     try {
       for (;;) {
         const step = await iterator.next();
@@ -277,6 +295,7 @@ export class OpenResponse {
       return rethrow(error);
     } finally {
       clearTimeout(timer);
+      this.#deadlineLeftMs -= performance.now() - waitedFrom;
     }
   }
 
@@ -286,6 +305,24 @@ export class OpenResponse {
     if (this.#outcome !== undefined) return;
     this.#outcome = { ended: false, error: reason };
     this.#init.attemptCtl.abort(reason);
+  }
+
+  #idleTimeout(): SpeechServiceError {
+    return new SpeechServiceError({
+      code: 'idle_timeout',
+      message: `no audio for ${this.#init.idleTimeoutMs} ms in the middle of the stream`,
+      requestId: this.requestId,
+      retryable: false,
+    });
+  }
+
+  #deadlineExceeded(): SpeechServiceError {
+    return new SpeechServiceError({
+      code: 'deadline_exceeded',
+      message: `the response took more than its deadline (${Math.round(this.#init.bodyDeadlineMs)} ms of waiting after its first byte)`,
+      requestId: this.requestId,
+      retryable: false,
+    });
   }
 
   #failure(error: unknown): unknown {
