@@ -248,6 +248,16 @@ export const configSchema = z.strictObject({
       ttlMs: z.number().int().min(300).max(300_000),
       /** Connecting to another instance: past this it counts as unreachable (503). */
       connectTimeoutMs: z.number().int().min(50).max(30_000),
+      /** A forwarded request's answer (headers, but a say's; a whole JSON answer): past it 504. */
+      answerTimeoutMs: z.number().int().min(1000).max(600_000),
+      /** The largest answer read from another instance (not an event stream): past it 502. */
+      maxAnswerBytes: z
+        .number()
+        .int()
+        .min(64 * 1024)
+        .max(256 * 1024 * 1024),
+      /** Instances considered at most: what a list asks, what the registry reads. */
+      maxInstances: z.number().int().min(1).max(10_000),
       phraseCache: z.strictObject({
         enabled: z.boolean(),
         maxEntryBytes: z

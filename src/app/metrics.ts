@@ -30,6 +30,8 @@ export interface ClusterMetrics {
   instances: number;
   forwarded: number;
   unreachable: number;
+  /** Answers not relayed: too large, too slow, cut. */
+  refused: number;
   phrases: { hits: number; misses: number; errors: number } | undefined;
 }
 
@@ -145,6 +147,7 @@ export class VoxbridgeMetrics {
           this.reset();
           this.inc({ outcome: 'answered' }, c.forwarded);
           this.inc({ outcome: 'unreachable' }, c.unreachable);
+          this.inc({ outcome: 'refused' }, c.refused);
         },
       });
       new Counter({

@@ -11,6 +11,10 @@
  *   shards
  *   shard-count     how many shards the Discord bot runs with (written by its shards)
  *
+ * What is read from Redis is bounded before it is used (`instance-entry.ts`): at most `maxInstances`
+ * instances are considered, each entry is size-checked before it is read and validated after, a
+ * holder's id is read only when it can be one. An entry skipped is logged once, not every heartbeat.
+ *
  * When a renewal finds its entry gone (Redis restarted, or this process was paused past the TTL), the
  * instance writes everything it holds again: a restarted Redis is repopulated within one heartbeat.
  * What must arrive never rides on pub/sub (which drops messages to absent subscribers): lookups read
@@ -18,6 +22,7 @@
  */
 import type { Logger } from 'pino';
 import type { RedisConnection } from './redis.js';
+import { RegistryReads } from './registry-reads.js';
 
 /** What an instance holds: phone calls, Discord guilds with a voice connection, Discord shards it runs. */
 export type HoldingKind = 'calls' | 'guilds' | 'shards';
@@ -38,22 +43,18 @@ export interface RegistryOptions {
   keyPrefix: string;
   heartbeatMs: number;
   ttlMs: number;
+  /** Instances considered at most (this one aside): what a list gathers from, what a lookup trusts. */
+  maxInstances: number;
+  /** Only instances on this machine are trusted (a cluster without a token). */
+  loopbackOnly: boolean;
   logger: Logger;
 }
 
+/** A shard count is a few digits; more than this of `shard-count` is not read. */
+const SHARD_COUNT_MAX_CHARS = 16;
+
 /** Deletes a holding only if this instance still holds it (another may have taken it over). */
 const RELEASE_SCRIPT = `if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0`;
-
-function parseInstance(json: string | null | undefined): InstanceInfo | undefined {
-  if (!json) return undefined;
-  try {
-    const v = JSON.parse(json) as { id?: unknown; url?: unknown; started_at?: unknown };
-    if (typeof v.id !== 'string' || typeof v.url !== 'string') return undefined;
-    return { id: v.id, url: v.url, startedAt: typeof v.started_at === 'string' ? v.started_at : '' };
-  } catch {
-    return undefined;
-  }
-}
 
 export class ClusterRegistry {
   private readonly held: Record<HoldingKind, Set<string>> = {
@@ -70,6 +71,7 @@ export class ClusterRegistry {
   private beating: Promise<void> | undefined;
   private registeredOnce = false;
   private stopped = false;
+  private readonly reads: RegistryReads;
   private readonly keys: {
     readonly self: string;
     readonly instances: string;
@@ -91,6 +93,14 @@ export class ClusterRegistry {
       holdings: (kind) => `${p}${kind}`,
     };
     this.live.set(options.self.id, options.self);
+    this.reads = new RegistryReads({
+      redis: options.redis,
+      selfId: options.self.id,
+      keys: this.keys,
+      maxInstances: options.maxInstances,
+      loopbackOnly: options.loopbackOnly,
+      logger: options.logger,
+    });
   }
 
   get self(): InstanceInfo {
@@ -134,14 +144,12 @@ export class ClusterRegistry {
     const me = this.self.id;
     try {
       if (await redis.run('claim', () => redis.client.hSetNX(key, id, me))) return { ok: true };
-      const ownerId = await redis.run('claim', () => redis.client.hGet(key, id));
-      if (ownerId === null || ownerId === me) {
+      const ownerId = await this.reads.holder('claim', kind, id);
+      if (ownerId === undefined || ownerId === me) {
         await redis.run('claim', () => redis.client.hSet(key, id, me));
         return { ok: true };
       }
-      const owner = parseInstance(
-        await redis.run('claim', () => redis.client.get(this.keys.instance(ownerId))),
-      );
+      const owner = await this.reads.entry('claim', ownerId);
       if (owner) {
         this.held[kind].delete(id);
         return { ok: false, owner };
@@ -179,14 +187,13 @@ export class ClusterRegistry {
    */
   async locate(kind: HoldingKind, id: string): Promise<InstanceInfo | undefined> {
     if (this.held[kind].has(id)) return this.self;
-    const { redis } = this.options;
-    const ownerId = await redis.run('lookup', () => redis.client.hGet(this.keys.holdings(kind), id));
-    if (ownerId === null) return undefined;
+    const ownerId = await this.reads.holder('lookup', kind, id);
+    if (ownerId === undefined) return undefined;
     if (ownerId === this.self.id) return undefined; // a leftover of this instance: it holds nothing now
     const known = this.live.get(ownerId);
     if (known) return known;
     // Not live at the last heartbeat: it may have just started, or be gone.
-    return parseInstance(await redis.run('lookup', () => redis.client.get(this.keys.instance(ownerId))));
+    return this.reads.entry('lookup', ownerId);
   }
 
   /** This instance runs shard `id` of `count` of the Discord bot: guilds of that shard are joined here. */
@@ -207,7 +214,11 @@ export class ClusterRegistry {
   async locateShardOf(guildId: string): Promise<InstanceInfo | undefined> {
     if (!/^\d{1,25}$/.test(guildId)) return undefined;
     const { redis } = this.options;
-    const count = Number(await redis.run('shards', () => redis.client.get(this.keys.shardCount)));
+    const count = Number(
+      await redis.run('shards', () =>
+        redis.client.getRange(this.keys.shardCount, 0, SHARD_COUNT_MAX_CHARS - 1),
+      ),
+    );
     if (!Number.isInteger(count) || count < 1) return undefined;
     const shard = (BigInt(guildId) >> 22n) % BigInt(count);
     if (this.held.shards.has(String(shard))) return this.self;
@@ -215,18 +226,26 @@ export class ClusterRegistry {
   }
 
   /**
-   * Whether instance `id` is still registered, asked of Redis now (the live list is as of the last
-   * heartbeat): an instance that left since is dropped from it. True when Redis cannot say.
+   * Which of `ids` are still registered, asked of Redis now in one round trip (the live list is as of
+   * the last heartbeat): an instance that left since is dropped from it. All of them when Redis cannot say.
    */
-  async stillLive(id: string): Promise<boolean> {
+  async stillLive(ids: readonly string[]): Promise<Set<string>> {
     const { redis } = this.options;
+    if (ids.length === 0) return new Set();
+    let found: unknown[];
     try {
-      if ((await redis.run('instance', () => redis.client.exists(this.keys.instance(id)))) > 0) return true;
+      const multi = redis.client.multi();
+      for (const id of ids) multi.exists(this.keys.instance(id));
+      found = await redis.run('instance', () => multi.exec());
     } catch {
-      return true;
+      return new Set(ids);
     }
-    this.live.delete(id);
-    return false;
+    const live = new Set<string>();
+    ids.forEach((id, i) => {
+      if (Number(found[i]) > 0) live.add(id);
+      else this.live.delete(id);
+    });
+    return live;
   }
 
   /** Leaves the cluster: its entry and everything it held are removed at once (SIGTERM). */
@@ -324,18 +343,10 @@ export class ClusterRegistry {
 
   private async refreshLive(): Promise<void> {
     const { redis } = this.options;
-    const ids = await redis.run('instances', () => redis.client.sMembers(this.keys.instances));
-    const entries = ids.length
-      ? await redis.run('instances', () => redis.client.mGet(ids.map((id) => this.keys.instance(id))))
-      : [];
-    const live = new Map<string, InstanceInfo>([[this.self.id, this.self]]);
-    const gone: string[] = [];
-    ids.forEach((id, i) => {
-      const info = parseInstance(entries[i]);
-      if (info) live.set(id, info);
-      else if (id !== this.self.id) gone.push(id);
-    });
-    this.live = live;
+    const ids = await this.reads.instanceIds();
+    const { valid, present } = await this.reads.entries('instances', ids);
+    this.live = new Map<string, InstanceInfo>([[this.self.id, this.self], ...valid]);
+    const gone = ids.filter((id) => !present.has(id));
     if (gone.length) await redis.run('prune', () => redis.client.sRem(this.keys.instances, gone));
   }
 
@@ -348,13 +359,14 @@ export class ClusterRegistry {
     if (locked === null) return;
     for (const kind of KINDS) {
       const all = await redis.run('sweep', () => redis.client.hGetAll(this.keys.holdings(kind)));
-      // Owners not live at the last heartbeat, asked again now: one may have registered since.
-      const suspects = [...new Set(Object.values(all))].filter((owner) => !this.live.has(owner));
+      // Owners not live at the last heartbeat, asked again now (whether their entry exists, never the
+      // entry itself: it may be huge): one may have registered since. A bounded number per sweep.
+      const suspects = [...new Set(Object.values(all))]
+        .filter((owner) => !this.live.has(owner))
+        .slice(0, this.options.maxInstances);
       if (suspects.length === 0) continue;
-      const entries = await redis.run('sweep', () =>
-        redis.client.mGet(suspects.map((owner) => this.keys.instance(owner))),
-      );
-      const dead = new Set(suspects.filter((_, i) => entries[i] === null));
+      const alive = await this.stillLive(suspects);
+      const dead = new Set(suspects.filter((owner) => !alive.has(owner)));
       for (const [id, owner] of Object.entries(all))
         if (dead.has(owner))
           await redis.run('sweep', () =>

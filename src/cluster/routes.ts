@@ -10,22 +10,27 @@
  *   for a guild nobody holds goes to the instance running the guild's shard, when the bot is sharded.
  * - While Redis is unreachable, a request for an id this instance does not hold answers 503
  *   `cluster_unavailable`: it may be held elsewhere, so it is not a 404.
- * - A request from another instance (valid `x-voxbridge-cluster`) is always answered locally.
+ * - A request from another instance is answered locally once its signature verifies (`signature.ts`):
+ *   the instance that forwarded it checked its client, so it passes the local routes' bearer check. A
+ *   request with a signature that does not verify (another instance's, stale, replayed, forged) is 401
+ *   `cluster_signature_invalid`, never treated as a client's.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
 import {
   bearerAuthorized,
   pathSegments,
-  secretEquals,
   sendBadPath,
   sendJson,
   sendUnauthorized,
+  setPeerProof,
   type RouteHandler,
 } from '../http/http.js';
 import type { Route } from '../http/router.js';
-import { CLUSTER_HEADER, type Forwarder } from './forward.js';
+import type { Forwarder } from './forward.js';
+import { gather, type GatherOptions } from './gather.js';
 import { ClusterUnavailableError } from './redis.js';
 import type { ClusterRegistry, HoldingKind, InstanceInfo } from './registry.js';
+import { CLUSTER_HEADER, type SignatureFailure, type SignatureVerifier } from './signature.js';
 
 /** What this instance holds, as its local control API describes it. */
 export interface LocalHoldings {
@@ -37,19 +42,15 @@ export interface LocalHoldings {
 export interface ClusterRoutesOptions {
   registry: ClusterRegistry;
   forwarder: Forwarder;
+  verifier: SignatureVerifier;
   controlToken: string | undefined;
-  clusterToken: string | undefined;
   calls: LocalHoldings;
   guilds: LocalHoldings;
-  /** How long a list waits for each other instance. */
-  listTimeoutMs: number;
-}
-
-/** Whether `req` comes from another instance of this cluster. */
-export function fromCluster(req: IncomingMessage, clusterToken: string | undefined): boolean {
-  const given = req.headers[CLUSTER_HEADER];
-  if (typeof given !== 'string') return false;
-  return clusterToken === undefined || secretEquals(given, clusterToken);
+  /** How long a forwarded Discord join may take to answer (the owner's own join deadline, and more). */
+  joinAnswerTimeoutMs: number;
+  /** How the lists of every instance are gathered (bounds and deadline). */
+  list: Omit<GatherOptions, 'registry' | 'forwarder'>;
+  logger: Logger;
 }
 
 interface Resource {
@@ -80,15 +81,38 @@ export function clusterRoutes(options: ClusterRoutesOptions): Route[] {
     idIndex: 1,
     local: options.guilds,
   };
+  const logged = new Set<SignatureFailure>();
   return [
-    { prefix: '/calls', handler: front(options, calls) },
-    { prefix: '/discord', handler: front(options, guilds) },
+    { prefix: '/calls', handler: front(options, calls, logged) },
+    { prefix: '/discord', handler: front(options, guilds, logged) },
   ];
 }
 
-function front(options: ClusterRoutesOptions, resource: Resource): RouteHandler {
+function front(
+  options: ClusterRoutesOptions,
+  resource: Resource,
+  logged: Set<SignatureFailure>,
+): RouteHandler {
   return async (req, res, path) => {
-    if (fromCluster(req, options.clusterToken)) return false;
+    if (req.headers[CLUSTER_HEADER] !== undefined) {
+      const verdict = options.verifier.verify(req);
+      if (verdict.ok) {
+        setPeerProof(req, verdict.proof);
+        return false; // answered here, never forwarded again
+      }
+      // Once per kind of failure: a token that differs between instances fails every request.
+      if (!logged.has(verdict.reason)) {
+        logged.add(verdict.reason);
+        options.logger.warn({ reason: verdict.reason, err: verdict.message }, 'cluster request refused');
+      }
+      req.resume();
+      sendJson(res, 401, {
+        error: 'cluster_signature_invalid',
+        reason: verdict.reason,
+        message: verdict.message,
+      });
+      return true;
+    }
     const parts = pathSegments(path);
     if (!parts) return sendBadPath(res);
     if (resource.kind === 'guilds' && parts[0] !== 'guilds') return false;
@@ -99,7 +123,9 @@ function front(options: ClusterRoutesOptions, resource: Resource): RouteHandler 
     }
     if (parts.length === resource.idIndex) {
       if ((req.method ?? 'GET') !== 'GET') return false; // the local route answers 405
-      await gather(options, resource, req, res);
+      const { registry, forwarder } = options;
+      const list = { key: resource.listKey, path: resource.listPath, local: resource.local.list() };
+      await gather({ registry, forwarder, ...options.list }, list, req, res);
       return true;
     }
     const id = parts[resource.idIndex]!;
@@ -124,49 +150,11 @@ function front(options: ClusterRoutesOptions, resource: Resource): RouteHandler 
     if (!owner && resource.kind === 'guilds' && parts[resource.idIndex + 1] === 'join')
       owner = await options.registry.locateShardOf(id).catch(() => undefined);
     if (!owner || owner.id === options.registry.self.id) return false; // held nowhere: the local 404
-    await options.forwarder.forward(req, res, owner, `${resource.noun} ${id}`);
+    const action = parts[resource.idIndex + 1];
+    await options.forwarder.forward(req, res, owner, `${resource.noun} ${id}`, {
+      ...(action === 'say' ? { headersWithin: 'speech' as const } : {}),
+      ...(action === 'join' ? { headersWithin: options.joinAnswerTimeoutMs } : {}),
+    });
     return true;
   };
-}
-
-/** The list answer of every live instance, merged, each item naming its instance. */
-async function gather(
-  options: ClusterRoutesOptions,
-  resource: Resource,
-  req: IncomingMessage,
-  res: ServerResponse,
-): Promise<void> {
-  const { registry, forwarder } = options;
-  const self = registry.self;
-  const others = registry.available
-    ? (await registry.currentInstances()).filter((i) => i.id !== self.id)
-    : [];
-  const answers = await Promise.allSettled(
-    others.map((instance) =>
-      forwarder.getJson(instance, resource.listPath, req.headers.authorization, options.listTimeoutMs),
-    ),
-  );
-  const items = resource.local.list().map((item) => ({ ...item, instance: self.id }));
-  const unreachable: string[] = [];
-  for (const [i, answer] of answers.entries()) {
-    const instance = others[i]!;
-    const list =
-      answer.status === 'fulfilled' ? (answer.value as Record<string, unknown>)[resource.listKey] : undefined;
-    if (!Array.isArray(list)) {
-      // One that left since the last heartbeat is simply gone; one still registered is unreachable.
-      if (await registry.stillLive(instance.id)) unreachable.push(instance.id);
-      continue;
-    }
-    for (const item of list as unknown[])
-      if (item !== null && typeof item === 'object')
-        items.push({ ...(item as Record<string, unknown>), instance: instance.id });
-  }
-  sendJson(res, 200, {
-    [resource.listKey]: items,
-    cluster: {
-      instances: 1 + others.length,
-      registry: registry.available ? 'ok' : 'unreachable',
-      unreachable_instances: unreachable,
-    },
-  });
 }

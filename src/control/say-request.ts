@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { TEXT_MAX_CHARS } from '../speech/limits.js';
-import { isJsonType, readJsonBody, readTextStream, sendJson } from '../http/http.js';
+import { isJsonType, presentedAuthorization, readJsonBody, readTextStream, sendJson } from '../http/http.js';
 
 /** Split into sentences and requested one ahead, so a say may be far longer than one request's text. */
 export const SAY_MAX_CHARS = TEXT_MAX_CHARS * 20;
@@ -64,7 +64,7 @@ export async function readSay(
   // A web page can POST text/plain to any site without a preflight, and has no other way to reach a
   // loopback server than such "simple" requests: a streamed text needs PUT, or an Authorization header,
   // neither of which a page can send without the CORS consent this server never gives.
-  const preflighted = req.method === 'PUT' || req.headers.authorization !== undefined;
+  const preflighted = req.method === 'PUT' || presentedAuthorization(req);
   if ((!streamed && !isJsonType(type)) || (streamed && !preflighted)) {
     req.resume();
     sendJson(res, 415, {

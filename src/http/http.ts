@@ -24,7 +24,42 @@ export function sendJson(
   res.end(text);
 }
 
-/** Reads a request body up to `limitBytes`; past that it rejects with `tooLarge`. */
+/**
+ * What another instance of the cluster proved about a request it signed and forwarded here
+ * (src/cluster/signature.ts): whether its client presented a bearer token that instance accepted, and
+ * the digest its body must have. The client's token itself is never forwarded.
+ */
+export interface PeerProof {
+  readonly bearer: boolean;
+  /** SHA-256 the body must have; undefined for a text streamed as it arrives (not hashed). */
+  readonly bodySha256: Buffer | undefined;
+}
+
+const PEER_PROOF = Symbol('voxbridge.peerProof');
+type ProvenRequest = IncomingMessage & { [PEER_PROOF]?: PeerProof };
+
+/** Marks `req` as a request another instance signed (set only once its signature verified). */
+export function setPeerProof(req: IncomingMessage, proof: PeerProof): void {
+  (req as ProvenRequest)[PEER_PROOF] = proof;
+}
+
+export function peerProof(req: IncomingMessage): PeerProof | undefined {
+  return (req as ProvenRequest)[PEER_PROOF];
+}
+
+/** A signed body that is not the body that was signed. */
+export class BodyDigestError extends Error {
+  override readonly name = 'BodyDigestError';
+  readonly code = 'body_digest_mismatch';
+  constructor() {
+    super('the body is not the one the forwarding instance signed');
+  }
+}
+
+/**
+ * Reads a request body up to `limitBytes`; past that it rejects with `BodyTooLargeError`. A body another
+ * instance signed must be the one it signed (`BodyDigestError`).
+ */
 export async function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const parts: Buffer[] = [];
   let size = 0;
@@ -34,7 +69,11 @@ export async function readBody(req: IncomingMessage, limitBytes: number): Promis
     if (size > limitBytes) throw new BodyTooLargeError(limitBytes);
     parts.push(buf);
   }
-  return Buffer.concat(parts, size);
+  const body = Buffer.concat(parts, size);
+  const signed = peerProof(req)?.bodySha256;
+  if (signed !== undefined && !timingSafeEqual(createHash('sha256').update(body).digest(), signed))
+    throw new BodyDigestError();
+  return body;
 }
 
 /**
@@ -68,12 +107,24 @@ export class BodyTooLargeError extends Error {
   }
 }
 
-/** Whether the request carries `Authorization: Bearer <token>` (always, when no token is configured). */
+/**
+ * Whether the request carries `Authorization: Bearer <token>` (always, when no token is configured), or
+ * was signed by another instance of the cluster that checked its client's token.
+ */
 export function bearerAuthorized(req: IncomingMessage, token: string | undefined): boolean {
   if (token === undefined) return true;
+  if (peerProof(req)?.bearer === true) return true;
   const header = req.headers.authorization ?? '';
   const m = /^Bearer\s+(.+)$/i.exec(header);
   return m !== null && secretEquals(m[1]!, token);
+}
+
+/**
+ * Whether the client sent an `Authorization` header (here, or to the instance that forwarded the request):
+ * something a web page cannot send to another site without the CORS consent this server never gives.
+ */
+export function presentedAuthorization(req: IncomingMessage): boolean {
+  return req.headers.authorization !== undefined || peerProof(req)?.bearer === true;
 }
 
 /** Whether `given` is `secret`, in time that does not depend on where they differ (digests compared). */
@@ -120,6 +171,7 @@ export async function readJsonBody(
     return { body: JSON.parse((await readBody(req, limitBytes)).toString('utf8')) as unknown };
   } catch (error) {
     if (error instanceof BodyTooLargeError) sendJson(res, 413, { error: error.message });
+    else if (error instanceof BodyDigestError) sendJson(res, 400, { error: error.message, code: error.code });
     else sendJson(res, 400, { error: 'body must be JSON' });
     return undefined;
   }

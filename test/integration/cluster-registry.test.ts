@@ -63,6 +63,8 @@ async function started(
     keyPrefix: prefix,
     heartbeatMs: HEARTBEAT_MS,
     ttlMs,
+    maxInstances: 256,
+    loopbackOnly: false,
     logger,
   });
   registry.start();

@@ -15,12 +15,17 @@ import { CLOSE } from '../../../adapters/media-stream/close-codes.js';
 import { describeCall } from '../../../adapters/media-stream/control-api.js';
 import type { MediaStreamServer } from '../../../adapters/media-stream/server.js';
 import { Forwarder } from '../../cluster/forward.js';
+import { FANOUT_CONCURRENCY } from '../../cluster/gather.js';
 import { RedisPhraseStore } from '../../cluster/phrase-store.js';
 import { RedisConnection } from '../../cluster/redis.js';
 import { ClusterRegistry, type InstanceInfo } from '../../cluster/registry.js';
 import { clusterRoutes } from '../../cluster/routes.js';
+import { SignatureVerifier } from '../../cluster/signature.js';
 import type { Route } from '../../http/router.js';
 import type { Config, LoadedConfig } from '../config.js';
+
+/** How much longer than `discord.joinTimeoutMs` a forwarded join's answer may take. */
+const JOIN_ANSWER_MARGIN_MS = 5000;
 
 /** Addresses that mean "every interface": not somewhere another instance can send a request. */
 const UNSPECIFIED = new Set(['0.0.0.0', '::', '[::]']);
@@ -83,11 +88,16 @@ export function startCluster(
     keyPrefix: cluster.keyPrefix,
     heartbeatMs: cluster.heartbeatMs,
     ttlMs: cluster.ttlMs,
+    maxInstances: cluster.maxInstances,
+    // Without a token nothing can be proved: a tokenless cluster is one machine's (HOST is loopback).
+    loopbackOnly: secrets.clusterToken === undefined,
     logger: log,
   });
   const forwarder = new Forwarder({
     token: secrets.clusterToken,
     connectTimeoutMs: cluster.connectTimeoutMs,
+    answerTimeoutMs: cluster.answerTimeoutMs,
+    maxAnswerBytes: cluster.maxAnswerBytes,
   });
   const phrases = cluster.phraseCache.enabled
     ? new RedisPhraseStore({
@@ -140,14 +150,26 @@ export function startCluster(
       return clusterRoutes({
         registry,
         forwarder,
+        verifier: new SignatureVerifier({ token: secrets.clusterToken, self: self.id }),
         controlToken: secrets.controlToken,
-        clusterToken: secrets.clusterToken,
+        // A forwarded join waits for the owner's own join deadline: its answer may take that long.
+        joinAnswerTimeoutMs: Math.max(
+          cluster.answerTimeoutMs,
+          config.discord.joinTimeoutMs + JOIN_ANSWER_MARGIN_MS,
+        ),
         calls: { has: (id) => calls.get(id) !== undefined, list: () => calls.list().map(describeCall) },
         guilds: {
           has: (id) => guilds.get(id) !== undefined,
           list: () => guilds.list().map((voice) => describeGuild(voice, guilds)),
         },
-        listTimeoutMs: Math.max(2 * cluster.connectTimeoutMs, 2000),
+        list: {
+          // Time to connect to a silent instance and hear back from one that answers.
+          timeoutMs: Math.max(2 * cluster.connectTimeoutMs, 2000),
+          maxAnswerBytes: cluster.maxAnswerBytes,
+          // As much in all as the instances asked at once may send: what is held in memory at most.
+          maxTotalBytes: FANOUT_CONCURRENCY * cluster.maxAnswerBytes,
+        },
+        logger: log,
       });
     },
     status() {
