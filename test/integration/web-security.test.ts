@@ -252,6 +252,8 @@ describe('event-stream subscribers that do not read', () => {
           JSON.stringify({ text, wait: false }),
         );
         expect(r.status).toBe(202);
+        // Cut at once, so the call's queue (bounded) never fills: each say is one more event of 60 KB.
+        expect((await send(open.url, 'POST', `/calls/${g.callId}/interrupt`, json, '{}')).status).toBe(200);
       }
       // The server gave up on the subscriber: its socket is ended, and destroyed when it still does not read.
       await g.until(() => closed || socket.readableLength > 0 || socket.destroyed, 10_000, 'the drop');
