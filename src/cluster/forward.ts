@@ -21,7 +21,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import { SAY_MAX_BODY_BYTES } from '../control/say-request.js';
 import { DEFAULT_EVENT_STREAM } from '../http/event-stream.js';
 import { BodyTooLargeError, isJsonType, readBody, sendJson } from '../http/http.js';
 import { jsonDepthExceeds } from '../http/json-depth.js';
@@ -33,8 +32,11 @@ import { CLUSTER_HEADER, sha256, signRequest } from './signature.js';
 export const INSTANCE_HEADER = 'x-voxbridge-instance';
 /** A forwarded event stream that sends nothing for this long is cut (its owner sends a comment every 15 s). */
 export const STREAM_IDLE_TIMEOUT_MS = 3 * DEFAULT_EVENT_STREAM.keepaliveMs;
-/** The largest JSON body forwarded (read whole, to be signed): no control route takes a larger one. */
-export const FORWARDED_JSON_MAX_BYTES = SAY_MAX_BODY_BYTES;
+/**
+ * The largest JSON body forwarded (read whole, to be signed): no control route takes a larger one (a
+ * say's is the largest, under 700 KB: `test/unit/cluster/limits.test.ts` holds the two together).
+ */
+export const FORWARDED_JSON_MAX_BYTES = 1024 * 1024;
 
 /** The client's headers passed on: what the owner's routes read. Nothing that could carry a credential. */
 const PASSED_REQUEST = ['accept', 'content-type', 'last-event-id', 'user-agent'] as const;
