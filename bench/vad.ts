@@ -9,7 +9,7 @@ import {
   SpeechOnsetDetector,
   type SpeechOnset,
   type VadSampleRate,
-} from '../src/audio/vad/index.js';
+} from '../src/barge-in/index.js';
 import { seeded } from '../testkit/random.js';
 import {
   NON_SPEECH_KINDS,

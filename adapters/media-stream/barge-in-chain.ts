@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
-import { MAX_ECHO_DELAY_MS } from '../../src/audio/vad/index.js';
+import { MAX_ECHO_DELAY_MS } from '../../src/barge-in/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { InterruptResult } from '../../src/speaker/speaker.js';
 import { decodeCallerAudio, type DetectedOnset, type OnsetDetector } from './caller-audio.js';

@@ -4,7 +4,7 @@
  * to 16 kHz first (jambonz or Telnyx at 24 kHz).
  */
 import { Resampler } from '../../src/audio/resampler.js';
-import type { DetectorSource, VadSampleRate } from '../../src/audio/vad/index.js';
+import type { DetectorSource, VadSampleRate } from '../../src/barge-in/index.js';
 import type { WireFormat } from '../../src/audio/framer.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 

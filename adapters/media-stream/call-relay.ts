@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { wavFile } from '../../src/audio/wav.js';
-import type { SpeechTurn } from '../../src/audio/vad/index.js';
+import type { SpeechTurn } from '../../src/barge-in/index.js';
 import type { FlowRelayOutcome } from '../../src/flows/runner.js';
 import { TURN_SAMPLE_RATE, TurnRecorder } from '../../src/relay/turn-recorder.js';
 import { RelaySession, type RelayHost, type RelaySettings } from '../../src/relay/session.js';

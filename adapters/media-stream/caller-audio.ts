@@ -2,7 +2,7 @@
 import { decodeAlaw, decodeMulaw } from '../../src/audio/g711.js';
 import { bytesToInt16 } from '../../src/audio/pcm.js';
 import type { WireFormat } from '../../src/audio/framer.js';
-import type { SpeechTurn } from '../../src/audio/vad/index.js';
+import type { SpeechTurn } from '../../src/barge-in/index.js';
 
 /** A confirmed run of the caller's speech, on the inbound timeline (ms). */
 export interface DetectedOnset {

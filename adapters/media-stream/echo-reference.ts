@@ -14,7 +14,7 @@
  */
 import { Resampler } from '../../src/audio/resampler.js';
 import type { WireFormat } from '../../src/audio/framer.js';
-import { REFERENCE_ADVANCE_MS } from '../../src/audio/vad/index.js';
+import { REFERENCE_ADVANCE_MS } from '../../src/barge-in/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import { LeastDelay } from '../../src/speaker/least-delay.js';
 import { decodeCallerAudio } from './caller-audio.js';

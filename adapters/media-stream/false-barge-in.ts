@@ -11,7 +11,7 @@
  * only while no relay runs (a relay's app owns its talk cycle).
  */
 import { EventEmitter } from 'node:events';
-import type { SpeechTurn } from '../../src/audio/vad/index.js';
+import type { SpeechTurn } from '../../src/barge-in/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { InterruptResult, SayOptions, Speaker, UtteranceHandle } from '../../src/speaker/speaker.js';
 import type { Interruptible } from './barge-in-chain.js';

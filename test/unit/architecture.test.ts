@@ -13,7 +13,7 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 const LAYERS: ReadonlyArray<readonly string[]> = [
   ['src/paths.ts', 'src/types'],
   ['src/async', 'src/audio', 'src/http'],
-  ['src/protocols', 'src/speech', 'src/flows'],
+  ['src/protocols', 'src/speech', 'src/flows', 'src/barge-in'],
   ['src/speaker'],
   ['src/control', 'src/cluster', 'src/relay'],
   ['src/service', 'adapters/media-stream', 'adapters/discord'],

@@ -17,7 +17,7 @@ import {
   startVadWorkers,
   type DetectorSource,
   type VadWorkerPool,
-} from '../../audio/vad/index.js';
+} from '../../barge-in/index.js';
 import type { Route } from '../../http/router.js';
 import { PROTOCOLS } from '../../protocols/index.js';
 import type { GatewayName, GatewayProtocol } from '../../protocols/types.js';

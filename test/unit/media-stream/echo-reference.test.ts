@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { seeded } from '../../../testkit/random.js';
 import { EchoReference } from '../../../adapters/media-stream/echo-reference.js';
-import { REFERENCE_ADVANCE_MS } from '../../../src/audio/vad/index.js';
+import { REFERENCE_ADVANCE_MS } from '../../../src/barge-in/index.js';
 import type { Clock } from '../../../src/speaker/clock.js';
 
 const RATE = 8000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { levelDbfs } from '../../../src/audio/level.js';
-import { NoiseSuppressor } from '../../../src/audio/vad/noise-suppressor.js';
+import { NoiseSuppressor } from '../../../src/barge-in/noise-suppressor.js';
 import { seeded } from '../../../testkit/random.js';
 
 const RATE = 8000;

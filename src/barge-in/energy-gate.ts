@@ -4,7 +4,7 @@
  * sample. The noise floor is the quietest window of the last second (minimum statistics): speech has
  * pauses, so it does not raise the floor, while a noisier line raises it within a second.
  */
-import { levelDbfs, SILENT_DBFS } from '../level.js';
+import { levelDbfs, SILENT_DBFS } from '../audio/level.js';
 
 /** Opens when a window is this much above the noise floor. */
 const OPEN_ABOVE_FLOOR_DB = 9;

@@ -1,5 +1,5 @@
 /**
- * Detectors in worker threads (src/audio/vad/pool.ts): a call's detector runs whole in one worker, its
+ * Detectors in worker threads (src/barge-in/pool.ts): a call's detector runs whole in one worker, its
  * Silero state and echo estimator beside it, and finds what the same detector finds in this thread,
  * whether its pushes come one at a time or all at once; many calls' detectors stay apart, each stuck
  * to its worker; reset() and close() free them; a worker that dies costs only the pushes it held, and
@@ -22,7 +22,7 @@ import {
   type SpeechTurn,
   type VadSampleRate,
   type VadWorkerPool,
-} from '../../../src/audio/vad/index.js';
+} from '../../../src/barge-in/index.js';
 import { espeakSpeech } from '../../../testkit/audio.js';
 import { atLevel, EchoLine } from '../../../testkit/echo-line.js';
 import { noisyUtterance, UTTERANCES, VOICES, type TestUtterance } from '../../../testkit/vad-audio.js';

@@ -22,7 +22,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { compiledModule } from '../../paths.js';
+import { compiledModule } from '../paths.js';
 import type {
   DetectorOptions,
   DetectorSource,
@@ -104,7 +104,7 @@ const RETRY_DEAD_START_MS = 1000;
 const BATCH_EVERY_MS = 4;
 
 function workerUrl(): URL {
-  const url = compiledModule('audio/vad/worker.js');
+  const url = compiledModule('barge-in/worker.js');
   if (!existsSync(fileURLToPath(url)))
     throw new Error(`VAD worker ${fileURLToPath(url)} is missing: run \`npm run build\` first`);
   return url;

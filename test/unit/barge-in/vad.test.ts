@@ -15,7 +15,7 @@ import {
   type SpeechOnset,
   type SpeechTurn,
   type VadSampleRate,
-} from '../../../src/audio/vad/index.js';
+} from '../../../src/barge-in/index.js';
 import { seeded } from '../../../testkit/random.js';
 import {
   NON_SPEECH_KINDS,

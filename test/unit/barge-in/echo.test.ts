@@ -14,7 +14,7 @@ import {
   SileroModel,
   SpeechOnsetDetector,
   type EchoVerdict,
-} from '../../../src/audio/vad/index.js';
+} from '../../../src/barge-in/index.js';
 import { espeakSpeech } from '../../../testkit/audio.js';
 import { EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
 import { seeded } from '../../../testkit/random.js';

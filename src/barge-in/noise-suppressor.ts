@@ -21,7 +21,7 @@
  * kHz), and only those Silero hears are `clean`ed (a frame every 4 ms, transformed both ways, ≈ 27
  * µs). What Silero hears of a window lags it by half a frame (4 ms), the whole cost in latency.
  */
-import { fftPlan, type FftPlan } from '../fft.js';
+import { fftPlan, type FftPlan } from '../audio/fft.js';
 
 /** Frame length (ms); the hop is half of it. */
 const FRAME_MS = 8;

@@ -34,7 +34,7 @@
  * says `converged: false` and the echo is taken at its loudest over every lag; while a path that moved
  * settles, it says `cautious` and the detector falls back to its cautious rule.
  */
-import { fftPlan, type FftPlan } from '../fft.js';
+import { fftPlan, type FftPlan } from '../audio/fft.js';
 import { EchoCanceller } from './canceller.js';
 import type { VadSampleRate } from './silero.js';
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeMulaw, encodeMulaw } from '../../../src/audio/g711.js';
-import { EchoCanceller } from '../../../src/audio/vad/canceller.js';
+import { EchoCanceller } from '../../../src/barge-in/canceller.js';
 import { seeded } from '../../../testkit/random.js';
 
 const RATE = 8000;

@@ -14,8 +14,8 @@
  * much). The gate alone never starts a run of speech (tones and clicks open it); it only carries on one
  * that Silero began, or ends one.
  */
-import { DtmfToneDetector } from '../dtmf.js';
-import { isClick } from '../level.js';
+import { DtmfToneDetector } from '../audio/dtmf.js';
+import { isClick } from '../audio/level.js';
 import type { EchoVerdict } from './echo.js';
 import { EnergyGate } from './energy-gate.js';
 import { NoiseSuppressor } from './noise-suppressor.js';
