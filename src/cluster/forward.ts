@@ -25,7 +25,7 @@ import { DEFAULT_EVENT_STREAM } from '../http/event-stream.js';
 import { BodyTooLargeError, isJsonType, readBody, sendJson } from '../http/http.js';
 import { jsonDepthExceeds } from '../http/json-depth.js';
 import { PeerAnswerError, readAnswer } from './peer-answer.js';
-import type { InstanceInfo } from './registry.js';
+import type { InstanceInfo } from './instance-entry.js';
 import { CLUSTER_HEADER, sha256, signRequest } from './signature.js';
 
 /** On a forwarded answer: the instance that answered. */

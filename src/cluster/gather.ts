@@ -9,7 +9,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson } from '../http/http.js';
 import type { Forwarder } from './forward.js';
-import type { ClusterRegistry, InstanceInfo } from './registry.js';
+import type { InstanceInfo } from './instance-entry.js';
+import type { ClusterRegistry } from './registry.js';
 
 /** Instances asked at once for their list. */
 export const FANOUT_CONCURRENCY = 8;

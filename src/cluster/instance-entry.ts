@@ -8,7 +8,17 @@
  */
 import { z } from 'zod';
 import { isLoopbackHost } from '../http/web-guard.js';
-import type { InstanceInfo } from './registry.js';
+
+/** What an instance holds, by kind: a hash of ids to instances in Redis for each. */
+export type HoldingKind = 'calls' | 'guilds' | 'shards';
+
+/** One instance of the cluster, as its registry entry names it. */
+export interface InstanceInfo {
+  readonly id: string;
+  /** `http://host:port`, where the other instances send requests for what this one holds. */
+  readonly url: string;
+  readonly startedAt: string;
+}
 
 /** Far more than an entry this code writes (`{id, url, started_at}`: an id ≤ 255, a URL ≤ 2048). */
 export const INSTANCE_ENTRY_MAX_BYTES = 4096;

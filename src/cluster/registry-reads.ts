@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { INSTANCE_ENTRY_MAX_BYTES, parseEntry } from './instance-entry.js';
 import type { RedisConnection } from './redis.js';
-import type { HoldingKind, InstanceInfo } from './registry.js';
+import type { HoldingKind, InstanceInfo } from './instance-entry.js';
 
 /** Longer than any instance id (`INSTANCE_ID`): a member or holder past this is not read. */
 const ID_MAX_CHARS = 255;

@@ -21,19 +21,12 @@
  * the hashes, and requests are forwarded over HTTP, which answers or fails.
  */
 import type { Logger } from 'pino';
+import type { HoldingKind, InstanceInfo } from './instance-entry.js';
 import type { RedisConnection } from './redis.js';
 import { RegistryReads } from './registry-reads.js';
 
 /** What an instance holds: phone calls, Discord guilds with a voice connection, Discord shards it runs. */
-export type HoldingKind = 'calls' | 'guilds' | 'shards';
 const KINDS: readonly HoldingKind[] = ['calls', 'guilds', 'shards'];
-
-export interface InstanceInfo {
-  readonly id: string;
-  /** `http://host:port`, where the other instances send requests for what this one holds. */
-  readonly url: string;
-  readonly startedAt: string;
-}
 
 export type ClaimResult = { readonly ok: true } | { readonly ok: false; readonly owner: InstanceInfo };
 

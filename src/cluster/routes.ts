@@ -29,7 +29,8 @@ import type { Route } from '../http/router.js';
 import type { Forwarder } from './forward.js';
 import { gather, type GatherOptions } from './gather.js';
 import { ClusterUnavailableError } from './redis.js';
-import type { ClusterRegistry, HoldingKind, InstanceInfo } from './registry.js';
+import type { HoldingKind, InstanceInfo } from './instance-entry.js';
+import type { ClusterRegistry } from './registry.js';
 import { CLUSTER_HEADER, type SignatureFailure, type SignatureVerifier } from './signature.js';
 
 /** What this instance holds, as its local control API describes it. */

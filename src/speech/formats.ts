@@ -80,3 +80,18 @@ export function acceptsContentType(format: OutputFormat, contentType: string | u
 export function isOutputFormat(value: unknown): value is OutputFormat {
   return typeof value === 'string' && (OUTPUT_FORMATS as readonly string[]).includes(value);
 }
+
+/** Media types (no parameters) a with-timestamps answer may declare, besides none or octet-stream. */
+export const TIMESTAMPS_MEDIA_TYPES: readonly string[] = [
+  'application/json',
+  'application/x-ndjson',
+  'application/ndjson',
+  'application/jsonl',
+];
+
+/** Whether a with-timestamps answer's Content-Type fits: JSON (or nothing said), never a page or audio. */
+export function acceptsTimestampsContentType(contentType: string | undefined): boolean {
+  if (contentType === undefined || contentType.trim() === '') return true;
+  const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
+  return mediaType === UNTYPED || TIMESTAMPS_MEDIA_TYPES.includes(mediaType);
+}

@@ -36,21 +36,6 @@ const NEWLINE = 0x0a;
 const BASE64_GROUP_CHARS = 4;
 const BASE64_GROUP_BYTES = 3;
 
-/** Media types (no parameters) a with-timestamps answer may declare, besides none or octet-stream. */
-export const TIMESTAMPS_MEDIA_TYPES: readonly string[] = [
-  'application/json',
-  'application/x-ndjson',
-  'application/ndjson',
-  'application/jsonl',
-];
-
-/** Whether a with-timestamps answer's Content-Type fits: JSON (or nothing said), never a page or audio. */
-export function acceptsTimestampsContentType(contentType: string | undefined): boolean {
-  if (contentType === undefined || contentType.trim() === '') return true;
-  const mediaType = (contentType.split(';')[0] ?? '').trim().toLowerCase();
-  return mediaType === 'application/octet-stream' || TIMESTAMPS_MEDIA_TYPES.includes(mediaType);
-}
-
 /**
  * What a with-timestamps answer may hold, from the request's text: timings are bounded by the text they
  * time and the audio it can make, the body by its audio in base64 plus those timings. A peer past any

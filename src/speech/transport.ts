@@ -5,7 +5,13 @@
  */
 import type { FormData, Pool } from 'undici';
 import { SpeechServiceError } from './errors.js';
-import { acceptsContentType, FORMAT_INFO, type OutputFormat } from './formats.js';
+import {
+  acceptsContentType,
+  acceptsTimestampsContentType,
+  FORMAT_INFO,
+  TIMESTAMPS_MEDIA_TYPES,
+  type OutputFormat,
+} from './formats.js';
 import {
   errorFromResponse,
   errorFromTransport,
@@ -15,7 +21,6 @@ import {
   unexpectedContentType,
 } from './http-errors.js';
 import { retryDelayMs, sleep, type RetryPolicy } from './retry.js';
-import { acceptsTimestampsContentType, TIMESTAMPS_MEDIA_TYPES } from './timestamps.js';
 
 /** Error bodies are short JSON; more than this is a misbehaving proxy and is cut off. */
 const ERROR_BODY_MAX_BYTES = 64 * 1024;

@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
-import {
-  acceptsTimestampsContentType,
-  TimestampsParser,
-  type TimestampedChunk,
-} from '../../../src/speech/timestamps.js';
+import { acceptsTimestampsContentType } from '../../../src/speech/formats.js';
+import { TimestampsParser, type TimestampedChunk } from '../../../src/speech/timestamps.js';
 
 interface WireAlignment {
   characters: string[];
