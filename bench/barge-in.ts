@@ -12,8 +12,8 @@ import type { App } from '../src/app/app.js';
 import { startBenchApp } from './app.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
 import { fmt, percentile } from './stats.js';
+import { FRAME_MS } from '../src/audio/framer.js';
 
-const FRAME_MS = 20;
 const FRAME_BYTES = 160;
 const CALLS = 5;
 const ROUNDS = 11;

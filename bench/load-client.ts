@@ -8,6 +8,7 @@
  * gets {type: 'report', ...}; sends {cmd: 'close'}.
  */
 import WebSocket from 'ws';
+import { FRAME_MS } from '../src/audio/framer.js';
 
 interface CallState {
   ws: WebSocket;
@@ -21,7 +22,6 @@ interface CallState {
   violations: number;
 }
 
-const FRAME_MS = 20;
 const MULAW_BYTES_PER_MS = 8;
 /** A frame arriving after the buffer has been dry this long starts a new run of speech, not an underrun. */
 const NEW_RUN_DRY_MS = 150;

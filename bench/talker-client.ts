@@ -25,9 +25,9 @@ import { atLevel, EchoLine } from '../testkit/echo-line.js';
 import { seeded } from '../testkit/random.js';
 import { speechBounds, UTTERANCES, VOICES } from '../testkit/vad-audio.js';
 import { percentile } from './stats.js';
+import { FRAME_MS } from '../src/audio/framer.js';
 
 const SAMPLE_RATE = 8000;
-const FRAME_MS = 20;
 const FRAME_SAMPLES = 160;
 const SAMPLES_PER_MS = SAMPLE_RATE / 1000;
 const ESPEAK_RATE = 22_050;

@@ -27,6 +27,7 @@ import { startBenchApp } from './app.js';
 import { request } from './calls.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 import type { ClearRecord, LineConfig, TalkerReport, TalkRecord } from './talker-client.js';
+import { FRAME_MS } from '../src/audio/framer.js';
 
 const PROMPT =
   'Thank you for calling the benchmark line. All of our agents are busy helping other callers right now. ' +
@@ -44,7 +45,6 @@ const CATCH_WINDOW_MS = 1500;
  * caller's: the detector's onset may lead the true one by its pre-roll (two 32 ms windows) and a little.
  */
 const PREEMPTED_BEFORE_MS = 100;
-const FRAME_MS = 20;
 /** After the prompts end: the last talks finish and late clears arrive. */
 const SETTLE_MS = 2000;
 /** The VAD queue's depth is sampled this often (ms), RSS every fifth time. */

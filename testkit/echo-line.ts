@@ -10,6 +10,7 @@
  */
 import { decodeMulaw, encodeMulaw } from '../src/audio/g711.js';
 import { seeded } from './random.js';
+import { FRAME_MS } from '../src/audio/framer.js';
 
 export interface EchoPath {
   /** The echo's delay behind the bot's audio at the caller's ear (ms). */
@@ -160,8 +161,6 @@ export class GatewayPlayedAudio {
     return Math.round(((ms - this.origin) * this.sampleRate) / 1000);
   }
 }
-
-const FRAME_MS = 20;
 
 /**
  * The caller's side of a line that echoes, for the tests and benchmarks: every 20 ms, on a drift-free

@@ -26,7 +26,7 @@ import { CallFlow, chooseFlow } from './call-flow.js';
 import { publicResult, type CallEvent, type EventBody } from './call-events.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import { CallRelay, type CallRelays } from './call-relay.js';
-import { CLOSE } from './close-codes.js';
+import { CLOSE } from '../../src/http/ws-close.js';
 import { EventLog } from './event-log.js';
 import { FalseBargeIn, type FalseBargeInSettings } from './false-barge-in.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';

@@ -17,12 +17,12 @@ import type { WireFormat } from '../../src/audio/framer.js';
 import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
 import type { CallEvent } from './call-events.js';
 import { Call, type CallRefusal, type CallSettings } from './call.js';
-import { CLOSE, closeReason } from './close-codes.js';
+import { CLOSE, closeReason } from '../../src/http/ws-close.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import type { CallRelays } from './call-relay.js';
 import type { GatewayName, GatewayProtocol, StreamInfo } from '../../src/protocols/types.js';
 
-export { CLOSE } from './close-codes.js';
+export { CLOSE } from '../../src/http/ws-close.js';
 
 export interface MediaStreamLimits {
   /** Calls that have started (sent their start message) at once; more are refused with 1013. */

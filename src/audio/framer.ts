@@ -17,6 +17,9 @@ export interface WireFormat {
 /** Every phone gateway and Discord play 20 ms frames. */
 export const FRAME_MS = 20;
 
+/** G.711 μ-law at 8 kHz, mono: the telephone's own format, which every phone gateway carries. */
+export const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
+
 const MS_PER_SECOND = 1000;
 
 const BYTES_PER_SAMPLE: Readonly<Record<WireEncoding, number>> = { s16le: 2, mulaw: 1, alaw: 1 };

@@ -22,7 +22,7 @@
  * Source: docs.asterisk.org Configuration/Channel-Drivers/WebSocket (asterisk/documentation
  * docs/Configuration/Channel-Drivers/WebSocket.md) and channels/chan_websocket.c (asterisk/asterisk).
  */
-import type { WireFormat } from '../audio/framer.js';
+import { MULAW_8K, type WireFormat } from '../audio/framer.js';
 import {
   decodeUtf8,
   dtmfDigit,
@@ -45,7 +45,7 @@ const MAX_MESSAGE_BYTES = 65_500;
  * them a call may use is `CARRIED_FORMATS`' business.
  */
 function formatOf(name: string): WireFormat {
-  if (name === 'ulaw') return framesOf('asterisk', { encoding: 'mulaw', sampleRate: 8000, channels: 1 });
+  if (name === 'ulaw') return framesOf('asterisk', MULAW_8K);
   if (name === 'alaw') return framesOf('asterisk', { encoding: 'alaw', sampleRate: 8000, channels: 1 });
   const slin = /^slin(\d{0,3})$/.exec(name);
   if (slin) {

@@ -23,7 +23,7 @@
  * docs.plivo.com/docs/voice/xml/audiostream (and its stream-events-to-plivo pages), support.plivo.com
  * "How do I know if the buffered audio is played?" (articles/32800564168345).
  */
-import type { WireFormat } from '../audio/framer.js';
+import { MULAW_8K, type WireFormat } from '../audio/framer.js';
 import {
   dtmfDigit,
   encodeBase64,
@@ -46,8 +46,6 @@ import {
   type ProtocolOptions,
   type StreamInfo,
 } from './types.js';
-
-const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 
 function plivoPlays(f: WireFormat): boolean {
   if (f.channels !== 1) return false;

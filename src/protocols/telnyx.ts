@@ -26,7 +26,7 @@
  * `streaming_start` page developers.telnyx.com/api-reference/call-commands/streaming-start (its
  * `custom_parameters` in the official SDKs: `Array<{name?, value?}>`).
  */
-import type { WireFormat } from '../audio/framer.js';
+import { MULAW_8K, type WireFormat } from '../audio/framer.js';
 import {
   dtmfDigit,
   encodeBase64,
@@ -48,8 +48,6 @@ import {
   type ProtocolOptions,
   type StreamInfo,
 } from './types.js';
-
-const PCMU_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 
 /** G.711 at 8 kHz, L16 at the rates `bidirectionalSamplingRate` offers. G.722, Opus, AMR-WB: not ours. */
 function telnyxPlays(f: WireFormat): boolean {
@@ -84,7 +82,7 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
         formatNumberAt('telnyx', media, 'sample_rate') ?? 8000,
         formatNumberAt('telnyx', media, 'channels') ?? 1,
       )
-    : PCMU_8K;
+    : MULAW_8K;
   const l16ByteOrder = options?.l16ByteOrder ?? 'big';
   // A media message does not say its codec and parse keeps no state, so inbound L16 cannot be swapped:
   // refused rather than fed to the VAD as noise. Telnyx streams the call's codec (PCMU/PCMA on the PSTN).
@@ -93,7 +91,7 @@ function parseStart(message: JsonObject, options: ProtocolOptions | undefined): 
       'invalid_start',
       'telnyx: big-endian L16 inbound is not supported; stream PCMU/PCMA',
     );
-  const outbound = configuredOutbound('telnyx', options?.outbound, PCMU_8K, telnyxPlays);
+  const outbound = configuredOutbound('telnyx', options?.outbound, MULAW_8K, telnyxPlays);
   const stream: StreamInfo = {
     callId: stringAt(start, 'call_control_id') || streamId,
     streamId,

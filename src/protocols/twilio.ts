@@ -12,7 +12,7 @@
  *
  * Source: twilio.com/docs/voice/media-streams/websocket-messages and twilio.com/docs/voice/twiml/stream.
  */
-import type { WireFormat } from '../audio/framer.js';
+import { MULAW_8K } from '../audio/framer.js';
 import {
   dtmfDigit,
   encodeBase64,
@@ -34,8 +34,6 @@ import {
   type InboundEvent,
   type StreamInfo,
 } from './types.js';
-
-const MULAW_8K: WireFormat = { encoding: 'mulaw', sampleRate: 8000, channels: 1 };
 
 /**
  * Whole 160-byte (20 ms) mu-law frames. Twilio takes any size and buffers it; 16 000 B (2 s) per

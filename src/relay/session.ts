@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { AsyncQueue } from '../async/queue.js';
 import { RateLimit } from '../async/rate-limit.js';
+import { CLOSE } from '../http/ws-close.js';
 import { rawText } from '../http/ws-data.js';
 import {
   parseFromApp,
@@ -110,10 +111,6 @@ export const RELAY_LIMITS = {
   closeGraceMs: 1000,
 } as const;
 export type RelayLimits = { readonly [K in keyof typeof RELAY_LIMITS]: number };
-/** Close codes of ours. */
-const CLOSE_NORMAL = 1000;
-const CLOSE_POLICY = 1008;
-const CLOSE_INTERNAL = 1011;
 
 /** One talk cycle: the app's tokens up to `last: true`, spoken as one utterance. */
 interface TalkCycle {
@@ -204,7 +201,7 @@ export class RelaySession {
       if (this.ended) return;
       if (!this.rate.take(performance.now())) {
         this.log.warn({ perSecond: this.limits.messagesPerSecond }, 'relay app over its message rate');
-        this.finish({ reason: 'closed', detail: 'message rate too high' }, CLOSE_POLICY);
+        this.finish({ reason: 'closed', detail: 'message rate too high' }, CLOSE.policy);
         return;
       }
       if (isBinary) {
@@ -216,7 +213,7 @@ export class RelaySession {
       } catch (error) {
         // A message we could not handle costs this session, never the process or another call.
         this.log.error({ err: (error as Error).message }, 'relay message failed; closing the session');
-        this.finish({ reason: 'closed', detail: 'a message could not be handled' }, CLOSE_INTERNAL);
+        this.finish({ reason: 'closed', detail: 'a message could not be handled' }, CLOSE.internalError);
       }
     });
     ws.on('error', (error) => this.log.warn({ err: error.message }, 'relay socket failed'));
@@ -425,7 +422,7 @@ export class RelaySession {
       );
       this.finish(
         { reason: 'closed', detail: `${this.invalidInARow} invalid messages in a row` },
-        CLOSE_POLICY,
+        CLOSE.policy,
       );
     }
   }
@@ -440,13 +437,13 @@ export class RelaySession {
     if (this.ended || !ws || ws.readyState !== WebSocket.OPEN) return;
     if (ws.bufferedAmount > this.limits.unreadBytes) {
       this.log.warn({ unreadBytes: ws.bufferedAmount }, 'relay app is not reading its socket; closing it');
-      this.finish({ reason: 'closed', detail: 'the app does not read its socket' }, CLOSE_POLICY);
+      this.finish({ reason: 'closed', detail: 'the app does not read its socket' }, CLOSE.policy);
       return;
     }
     ws.send(serializeToApp(message));
   }
 
-  private finish(outcome: RelayOutcome, code = CLOSE_NORMAL): void {
+  private finish(outcome: RelayOutcome, code: number = CLOSE.normal): void {
     if (this.ended) return;
     this.ended = true;
     for (const cycle of this.speaking.values()) this.closeCycle(cycle);
@@ -457,7 +454,7 @@ export class RelaySession {
         ws.close(code, outcome.reason);
         // A well-behaved app answers the close at once; one that was flooding or not reading is cut,
         // and what it still sends is not read.
-        if (code !== CLOSE_NORMAL) {
+        if (code !== CLOSE.normal) {
           ws.pause();
           setTimeout(() => ws.terminate(), this.limits.closeGraceMs).unref();
         }

@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { describeGuild } from '../../../adapters/discord/control-api.js';
 import type { DiscordGuilds } from '../../../adapters/discord/guilds.js';
-import { CLOSE } from '../../../adapters/media-stream/close-codes.js';
+import { CLOSE } from '../../http/ws-close.js';
 import { describeCall } from '../../../adapters/media-stream/control-api.js';
 import type { MediaStreamServer } from '../../../adapters/media-stream/server.js';
 import { Forwarder } from '../../cluster/forward.js';

@@ -13,6 +13,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { FakeGateway, asObject, type FakeGatewayOptions } from './fake-gateway.js';
+import { FRAME_MS } from '../../../src/audio/framer.js';
 
 export const JAMBONZ_SUBPROTOCOL = 'audio.jambonz.org';
 
@@ -26,7 +27,6 @@ export interface JambonzOptions extends FakeGatewayOptions {
   metadata?: Record<string, unknown>;
 }
 
-const FRAME_MS = 20;
 const MAX_OUTSTANDING_MARKS = 30;
 /** mod_audio_fork reports a key's duration in 8 kHz samples. */
 const DTMF_SAMPLES = 1280;

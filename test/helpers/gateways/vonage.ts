@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { FakeGateway, asObject, type FakeGatewayOptions, type Json } from './fake-gateway.js';
+import { FRAME_MS } from '../../../src/audio/framer.js';
 
 export interface VonageOptions extends FakeGatewayOptions {
   /** `content-type: audio/l16;rate=…` of the NCCO's websocket endpoint. */
@@ -19,7 +20,6 @@ export interface VonageOptions extends FakeGatewayOptions {
   ncco?: Record<string, string>;
 }
 
-const FRAME_MS = 20;
 const MAX_BUFFERED_MESSAGES = 1024;
 
 export class FakeVonage extends FakeGateway {

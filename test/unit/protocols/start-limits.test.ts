@@ -15,7 +15,7 @@ import {
 } from '../../../src/protocols/parameters.js';
 import { PROTOCOLS } from '../../../src/protocols/index.js';
 import { ProtocolError, GATEWAYS, type GatewayName } from '../../../src/protocols/types.js';
-import { closeReason } from '../../../adapters/media-stream/close-codes.js';
+import { closeReason } from '../../../src/http/ws-close.js';
 import { designResampler } from '../../../src/audio/resampler.js';
 import { json, startOf } from './fixtures.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Pacer, type PaceResult } from '../../../src/speaker/pacer.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
+import { FRAME_MS } from '../../../src/audio/framer.js';
 
-const FRAME_MS = 20;
 const LEAD_MS = 200;
 const START_MS = 1000;
 

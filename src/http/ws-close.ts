@@ -1,6 +1,7 @@
 /**
- * How a media connection is closed: the RFC 6455 codes used here, and close reasons cut to what the
- * protocol allows, so the gateway's log (and ours) says why a call was closed.
+ * How a WebSocket of ours is closed (a gateway's media connection, a relay app's socket): the RFC 6455
+ * codes used here, and close reasons cut to what the protocol allows, so the peer's log (and ours) says
+ * why.
  */
 
 /** RFC 6455 close codes used here. */
@@ -11,6 +12,8 @@ export const CLOSE = {
   unsupported: 1003,
   policy: 1008,
   tooBig: 1009,
+  /** Something failed on our side while handling the peer's message. */
+  internalError: 1011,
   tryAgainLater: 1013,
 } as const;
 
