@@ -44,7 +44,7 @@ import {
 } from './connection-keeper.js';
 import { DiscordSink } from './discord-sink.js';
 import { createOpusDecoder, type OpusDecoder } from './opus.js';
-import { SpeakingDetector } from './speaking-detector.js';
+import { SpeakingDetector } from '../../src/barge-in/member-speech.js';
 
 /** Barge-in on members' voices (the config's `discord.bargeIn`); a call's is in media-stream/barge-in.ts. */
 export interface DiscordBargeInSettings {

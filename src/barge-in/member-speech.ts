@@ -1,8 +1,14 @@
 /**
- * When a member of the voice channel is really talking, for barge-in. The receiver's `speaking`
+ * Barge-in on Discord: when a member of the voice channel is really talking. The receiver's `speaking`
  * events start on a user's first packet and end 100 ms after the last, and they fire on noise, a
  * cough or a keyboard too: a member counts as talking once their packets have carried audible energy
  * for `minSpeechMs` with no gap longer than `maxGapMs`. The clock is passed in with every event.
+ *
+ * Why this is not the phone's detector (`detector.ts`): each member arrives as a stream of their own,
+ * already gated by their client (voice activity or push-to-talk, with its own echo cancellation and
+ * noise suppression), and the bot's voice is never mixed into it. There is no echo of the bot to tell
+ * apart and no line noise to see through, so a run of audible frames is the whole decision, and it
+ * costs no worker thread (docs/calls.md, "Barge-in on Discord").
  */
 
 export interface SpeakingDetectorOptions {

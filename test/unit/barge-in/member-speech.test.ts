@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SpeakingDetector } from '../../../adapters/discord/speaking-detector.js';
+import { SpeakingDetector } from '../../../src/barge-in/member-speech.js';
 
 /** Feeds 20 ms frames of `levelDbfs` for `ms` from `startMs`; the times at which it said "barge in". */
 function feed(d: SpeakingDetector, user: string, startMs: number, ms: number, levelDbfs: number): number[] {
