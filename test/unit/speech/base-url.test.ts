@@ -4,24 +4,16 @@
  * URL as logged and from every error message.
  */
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { redactUrl } from '../../../src/speech/base-url.js';
-import { SpeechClient } from '../../../src/speech/client.js';
+import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
-import { jsonError, patternBytes, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { jsonError, loopbackClients, patternBytes, type Handler } from './loopback.js';
 
 const KEY = randomBytes(12).toString('hex');
 const PASSWORD = randomBytes(12).toString('hex');
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
+const loopback = loopbackClients({ apiKey: KEY });
 
 const wav: Handler = (_req, res) => {
   res.writeHead(200, { 'content-type': 'audio/wav' });
@@ -37,10 +29,22 @@ function withUserinfo(url: string, userinfo: string): string {
   return url.replace('://', `://${userinfo}@`);
 }
 
+/** A loopback server answering with `handler`, and a client whose base URL carries `userinfo`. */
+function withCredentials(
+  userinfo: string,
+  handler: Handler,
+  options: Partial<SpeechClientOptions> = {},
+): Promise<SpeechClient> {
+  return loopback.open(
+    handler,
+    (s) => new SpeechClient({ baseUrl: withUserinfo(s.url, userinfo), apiKey: KEY, ...options }),
+  );
+}
+
 describe('credentials in the base URL', () => {
   it('are sent as Authorization: Basic, and the key still in its own header', async () => {
-    server = await startLoopback(wav);
-    client = new SpeechClient({ baseUrl: withUserinfo(server.url, `bob:${PASSWORD}`), apiKey: KEY });
+    const client = await withCredentials(`bob:${PASSWORD}`, wav);
+    const server = loopback.server;
     await client.synthesize({ voiceId: 'v1', text: 'Hi.' });
     await client.listVoices().catch(() => undefined);
     for (const req of server.requests) {
@@ -51,37 +55,34 @@ describe('credentials in the base URL', () => {
   });
 
   it('are percent-decoded before encoding (RFC 7617 carries the characters themselves)', async () => {
-    server = await startLoopback(wav);
-    client = new SpeechClient({
-      baseUrl: withUserinfo(server.url, 'b%C3%B6b:p%40ss%3Aw%25rd'),
+    const client = await withCredentials('b%C3%B6b:p%40ss%3Aw%25rd', wav, {
       apiKey: '',
       authHeader: 'xi-api-key',
     });
+    const server = loopback.server;
     await client.synthesize({ voiceId: 'v1', text: 'Hi.' });
     expect(server.requests[0]!.headers['authorization']).toBe(basic('böb', 'p@ss:w%rd'));
     expect(server.requests[0]!.headers['xi-api-key']).toBeUndefined();
   });
 
   it('a URL without them sends no Authorization header', async () => {
-    server = await startLoopback(wav);
-    client = new SpeechClient({ baseUrl: server.url, apiKey: KEY });
+    const client = await loopback.setup(wav);
+    const server = loopback.server;
     await client.synthesize({ voiceId: 'v1', text: 'Hi.' });
     expect(server.requests[0]!.headers['authorization']).toBeUndefined();
     expect(client.redactedBaseUrl).toBe(server.url);
   });
 
   it('never appear in an error message, even when the server echoes them', async () => {
-    server = await startLoopback((req, res) =>
-      jsonError(res, 401, {
-        code: 'invalid_api_key',
-        message: `bad credentials ${req.headers['authorization'] ?? ''} (${PASSWORD})`,
-      }),
+    const client = await withCredentials(
+      `bob:${PASSWORD}`,
+      (req, res) =>
+        jsonError(res, 401, {
+          code: 'invalid_api_key',
+          message: `bad credentials ${req.headers['authorization'] ?? ''} (${PASSWORD})`,
+        }),
+      { maxRetries: 0 },
     );
-    client = new SpeechClient({
-      baseUrl: withUserinfo(server.url, `bob:${PASSWORD}`),
-      apiKey: KEY,
-      maxRetries: 0,
-    });
     const error = await client.synthesize({ voiceId: 'v1', text: 'Hi.' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SpeechServiceError);
     const message = (error as SpeechServiceError).message;
@@ -91,8 +92,8 @@ describe('credentials in the base URL', () => {
   });
 
   it('are redacted from the URL the client shows for logs', async () => {
-    server = await startLoopback(wav);
-    client = new SpeechClient({ baseUrl: withUserinfo(server.url, `bob:${PASSWORD}`), apiKey: KEY });
+    const client = await withCredentials(`bob:${PASSWORD}`, wav);
+    const server = loopback.server;
     expect(client.redactedBaseUrl).toBe(withUserinfo(server.url, '[redacted]'));
   });
 });

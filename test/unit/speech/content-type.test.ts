@@ -4,42 +4,22 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SpeechClient } from '../../../src/speech/client.js';
-import { SpeechServiceError } from '../../../src/speech/errors.js';
 import { acceptsContentType, FORMAT_INFO, type OutputFormat } from '../../../src/speech/formats.js';
-import { patternBytes, startLoopback, type Loopback } from './loopback.js';
+import { failureOf, loopbackClients, patternBytes } from './loopback.js';
 
 const KEY = randomBytes(12).toString('hex');
 const HTML = '<!doctype html><html><head><title>Sign in</title></head><body>Proxy login</body></html>';
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
+const loopback = loopbackClients({ apiKey: KEY, retryBaseDelayMs: 1 });
 
 /** A server answering every request 200 with `headers` and `body`. */
-async function answering(headers: OutgoingHttpHeaders, body: Buffer | string): Promise<SpeechClient> {
-  server = await startLoopback((_req, res) => {
+function answering(headers: OutgoingHttpHeaders, body: Buffer | string): Promise<SpeechClient> {
+  return loopback.setup((_req, res) => {
     res.writeHead(200, headers);
     res.end(body);
   });
-  client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, retryBaseDelayMs: 1 });
-  return client;
-}
-
-async function errorOf(p: Promise<unknown>): Promise<SpeechServiceError> {
-  const error = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SpeechServiceError);
-  return error as SpeechServiceError;
 }
 
 const pcm = { voiceId: 'v1', text: 'Hello there.', outputFormat: 'pcm_24000' } as const;
@@ -47,7 +27,7 @@ const pcm = { voiceId: 'v1', text: 'Hello there.', outputFormat: 'pcm_24000' } a
 describe('a 200 that is not the requested audio', () => {
   it('stream(): a text/html page fails with unexpected_content_type, once, not retried', async () => {
     const c = await answering({ 'content-type': 'text/html; charset=utf-8', 'request-id': 'r-html' }, HTML);
-    const error = await errorOf(c.stream(pcm));
+    const error = await failureOf(c.stream(pcm));
     expect(error).toMatchObject({
       code: 'unexpected_content_type',
       status: 200,
@@ -57,14 +37,14 @@ describe('a 200 that is not the requested audio', () => {
     expect(error.message).toContain('text/html');
     expect(error.message).toContain('pcm_24000');
     // Deterministic misconfiguration: asking again would get the same page.
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('synthesize(): a text/html page fails the same way instead of coming back as audio', async () => {
     const c = await answering({ 'content-type': 'text/html' }, HTML);
-    const error = await errorOf(c.synthesize({ voiceId: 'v1', text: 'Hi.' }));
+    const error = await failureOf(c.synthesize({ voiceId: 'v1', text: 'Hi.' }));
     expect(error).toMatchObject({ code: 'unexpected_content_type', status: 200, retryable: false });
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it.each([
@@ -80,13 +60,13 @@ describe('a 200 that is not the requested audio', () => {
     ['mp3_44100_192', 'audio/ogg'],
   ] as const)('%s answered as %s is refused', async (outputFormat, contentType) => {
     const c = await answering({ 'content-type': contentType }, patternBytes(480));
-    const error = await errorOf(c.synthesize({ voiceId: 'v1', text: 'Hi.', outputFormat }));
+    const error = await failureOf(c.synthesize({ voiceId: 'v1', text: 'Hi.', outputFormat }));
     expect(error.code).toBe('unexpected_content_type');
   });
 
   it('scrubs the key from the message even when the server echoes it in its Content-Type', async () => {
     const c = await answering({ 'content-type': `text/html; key=${KEY}` }, HTML);
-    const error = await errorOf(c.stream(pcm));
+    const error = await failureOf(c.stream(pcm));
     expect(error.message).not.toContain(KEY);
   });
 });

@@ -1,24 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { SpeechClient } from '../../../src/speech/client.js';
+import { describe, expect, it } from 'vitest';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
 import { errorFromResponse } from '../../../src/speech/http-errors.js';
-import { jsonError, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { jsonError, loopbackClients, type Handler } from './loopback.js';
 
 const KEY = 'sk_secret_0123456789';
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
+const loopback = loopbackClients({ apiKey: KEY, maxRetries: 0 });
 
 async function failWith(handler: Handler): Promise<SpeechServiceError> {
-  server = await startLoopback(handler);
-  client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, maxRetries: 0 });
+  const client = await loopback.setup(handler);
   const error = await client.synthesize({ voiceId: 'v1', text: 'Hi.' }).catch((e: unknown) => e);
   expect(error).toBeInstanceOf(SpeechServiceError);
   return error as SpeechServiceError;
@@ -102,10 +92,9 @@ describe('error answers', () => {
   });
 
   it('reads Retry-After into retryAfterMs', async () => {
-    server = await startLoopback((_req, res) =>
+    const client = await loopback.setup((_req, res) =>
       jsonError(res, 429, { code: 'rate_limit_exceeded' }, { 'retry-after': '7' }),
     );
-    client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, maxRetries: 0 });
     await expect(client.synthesize({ voiceId: 'v1', text: 'Hi.' })).rejects.toMatchObject({
       retryAfterMs: 7000,
     });

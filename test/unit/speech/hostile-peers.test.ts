@@ -5,55 +5,27 @@
  * request, with a coded error, and the next request works.
  */
 import type { ServerResponse } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { wavFile } from '../../../src/audio/wav.js';
 import { systemClock } from '../../../src/speaker/clock.js';
 import { Speaker } from '../../../src/speaker/speaker.js';
 import { maxAudioBytes } from '../../../src/speech/budget.js';
-import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
 import { SttClient, type SttClientOptions } from '../../../src/speech/stt.js';
 import { RecordingSink } from '../../helpers/recording-sink.js';
-import { delay, patternBytes, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { delay, failureOf, KEY, loopbackClients, patternBytes, type Handler } from './loopback.js';
 
-const KEY = 'test-key-0123456789';
 const JSON_HEADERS = { 'content-type': 'application/json', 'request-id': 'req-hostile' };
 const PCM_HEADERS = { 'content-type': 'audio/L16;rate=24000;channels=1', 'request-id': 'req-hostile' };
 const MB = 1024 * 1024;
 
-let server: Loopback | undefined;
-const closers: Array<{ close(): Promise<void> }> = [];
+const loopback = loopbackClients({ maxRetries: 0 });
 
-afterEach(async () => {
-  for (const c of closers.splice(0)) await c.close();
-  await server?.close();
-  server = undefined;
-});
-
-async function speechClient(
-  handler: Handler,
-  options: Partial<SpeechClientOptions> = {},
-): Promise<SpeechClient> {
-  server = await startLoopback(handler);
-  const client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, maxRetries: 0, ...options });
-  closers.push(client);
-  return client;
-}
-
-async function sttClient(handler: Handler, options: Partial<SttClientOptions> = {}): Promise<SttClient> {
-  server = await startLoopback(handler);
-  const client = new SttClient({ baseUrl: server.url, apiKey: KEY, maxRetries: 0, ...options });
-  closers.push(client);
-  return client;
-}
-
-async function failureOf(p: Promise<unknown>): Promise<SpeechServiceError> {
-  const error = await p.then(
-    () => undefined,
-    (e: unknown) => e,
+function sttClient(handler: Handler, options: Partial<SttClientOptions> = {}): Promise<SttClient> {
+  return loopback.open(
+    handler,
+    (s) => new SttClient({ baseUrl: s.url, apiKey: KEY, maxRetries: 0, ...options }),
   );
-  expect(error).toBeInstanceOf(SpeechServiceError);
-  return error as SpeechServiceError;
 }
 
 async function drain(stream: AsyncIterable<Uint8Array>): Promise<number> {
@@ -122,7 +94,7 @@ describe('with-timestamps: timings bounded by the text they time (item 2)', () =
     'empty audio with 40,000-character timings, %s: invalid_response at once, connection closed, no memory growth',
     async (_what, audioFirst) => {
       let written = 0;
-      const c = await speechClient(
+      const c = await loopback.setup(
         async (_req, res) => {
           res.writeHead(200, JSON_HEADERS);
           if (audioFirst) res.write(timingsLine(patternBytes(480), ['H']));
@@ -132,7 +104,7 @@ describe('with-timestamps: timings bounded by the text they time (item 2)', () =
       );
       const rssBefore = process.memoryUsage().rss;
       const started = performance.now();
-      const closed = server!.connectionClosed(1);
+      const closed = loopback.server.connectionClosed(1);
       const error = await failureOf(
         (async () => {
           const stream = await c.stream(pcm);
@@ -151,7 +123,7 @@ describe('with-timestamps: timings bounded by the text they time (item 2)', () =
 
   it('small timing lists that add up past the text (and its slack): invalid_response', async () => {
     let written = 0;
-    const c = await speechClient(
+    const c = await loopback.setup(
       async (_req, res) => {
         res.writeHead(200, JSON_HEADERS);
         res.write(timingsLine(patternBytes(480), ['H', 'i']));
@@ -177,7 +149,7 @@ describe('with-timestamps: timings bounded by the text they time (item 2)', () =
   });
 
   it('one "character" of 100,000 code units is refused, not kept', async () => {
-    const c = await speechClient(
+    const c = await loopback.setup(
       (_req, res) => {
         res.writeHead(200, JSON_HEADERS);
         res.write(timingsLine(patternBytes(480), ['H']));
@@ -191,7 +163,7 @@ describe('with-timestamps: timings bounded by the text they time (item 2)', () =
   });
 
   it('a timing past the most audio the text can make is refused', async () => {
-    const c = await speechClient(
+    const c = await loopback.setup(
       (_req, res) => {
         res.writeHead(200, JSON_HEADERS);
         res.end(timingsLine(patternBytes(480), ['H'], 1e9));
@@ -206,7 +178,7 @@ describe('with-timestamps: timings bounded by the text they time (item 2)', () =
   it('objects with no audio and no timings, forever: response_too_large within the body bound', async () => {
     const block = '{"audio_base64":""}\n'.repeat(3000);
     let written = 0;
-    const c = await speechClient(
+    const c = await loopback.setup(
       async (_req, res) => {
         res.writeHead(200, JSON_HEADERS);
         res.write(timingsLine(patternBytes(480), ['H']));
@@ -226,14 +198,14 @@ describe('every speech request has a deadline (item 9)', () => {
   const FAST_DEADLINE = { deadlineFloorMs: 300, deadlineRealtimeMultiple: 0 } as const;
 
   it('a stream dripping a byte every 50 ms (under the idle timeout) fails with deadline_exceeded', async () => {
-    const c = await speechClient(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.write(patternBytes(480));
       await drip(res, 'ab', 50);
     }, FAST_DEADLINE);
     const started = performance.now();
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     const error = await failureOf(drain(stream));
     const ms = performance.now() - started;
     expect(error).toMatchObject({ code: 'deadline_exceeded', retryable: false, requestId: 'req-hostile' });
@@ -244,7 +216,7 @@ describe('every speech request has a deadline (item 9)', () => {
   });
 
   it('a with-timestamps stream dripping its JSON fails the same way', async () => {
-    const c = await speechClient(
+    const c = await loopback.setup(
       async (_req, res) => {
         res.writeHead(200, JSON_HEADERS);
         res.write(timingsLine(patternBytes(480), ['H']));
@@ -258,7 +230,7 @@ describe('every speech request has a deadline (item 9)', () => {
   });
 
   it('synthesize() of a dripping answer fails the same way', async () => {
-    const c = await speechClient(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.write(patternBytes(480));
       await drip(res, 'ab', 50);
@@ -267,7 +239,7 @@ describe('every speech request has a deadline (item 9)', () => {
   });
 
   it('only the time spent waiting for the service counts, not the time the caller holds the stream', async () => {
-    const c = await speechClient(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       for (let i = 0; i < 4; i++) {
         res.write(patternBytes(480, i * 480));
@@ -282,7 +254,7 @@ describe('every speech request has a deadline (item 9)', () => {
   });
 
   it('the deadline grows with the text: its slow-rate length × the multiple, past the floor', async () => {
-    const c = await speechClient(
+    const c = await loopback.setup(
       async (_req, res) => {
         res.writeHead(200, PCM_HEADERS);
         res.write(patternBytes(480));
@@ -299,7 +271,7 @@ describe('every speech request has a deadline (item 9)', () => {
 
   it('audio that never ends, as fast as it goes: response_too_large at the text’s audio budget', async () => {
     let written = 0;
-    const c = await speechClient(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       const block = patternBytes(64 * 1024);
       written = await writeUntilClosed(res, () => block, 400 * MB);
@@ -315,7 +287,7 @@ describe('every speech request has a deadline (item 9)', () => {
   });
 
   it('a dripping utterance ends failed and the speaker’s queue goes on', async () => {
-    const c = await speechClient(async (_req, res, { index }) => {
+    const c = await loopback.setup(async (_req, res, { index }) => {
       res.writeHead(200, PCM_HEADERS);
       res.write(patternBytes(4800));
       if (index === 0) await drip(res, 'ab', 50);
@@ -377,7 +349,7 @@ describe('speech-to-text: a deadline and answers bounded by the audio (items 9, 
     expect(error).toMatchObject({ code: 'deadline_exceeded', retryable: false });
     expect(error.message).toMatch(/within 500 ms/);
     expect(performance.now() - started).toBeLessThan(2_000);
-    await server!.connectionClosed(1);
+    await loopback.server.connectionClosed(1);
     expect(await second).toMatchObject({ text: 'the next turn', languageCode: 'eng', warnings: [] });
   });
 
@@ -397,7 +369,7 @@ describe('speech-to-text: a deadline and answers bounded by the audio (items 9, 
     const started = performance.now();
     expect((await failureOf(c.transcribe(TURN))).code).toBe('deadline_exceeded');
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(server!.requests.length).toBeLessThanOrEqual(2);
+    expect(loopback.server.requests.length).toBeLessThanOrEqual(2);
   });
 
   it('a 20 KB language_code is dropped with a warning; a real tag is kept', async () => {

@@ -7,6 +7,9 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from 'node:net';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { afterEach, expect } from 'vitest';
+import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
+import { SpeechServiceError } from '../../../src/speech/errors.js';
 
 export interface RecordedRequest {
   readonly method: string;
@@ -97,6 +100,76 @@ export async function startLoopback(handler: Handler): Promise<Loopback> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The API key the speech tests' clients send unless a file picks its own. */
+export const KEY = 'test-key-0123456789';
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+export interface LoopbackClients {
+  /**
+   * Starts a loopback server answering with `handler` and returns a `SpeechClient` for it:
+   * `{ baseUrl: server.url, apiKey: KEY, ...defaults, ...options }`.
+   */
+  setup(handler: Handler, options?: Partial<SpeechClientOptions>): Promise<SpeechClient>;
+  /** Starts a loopback server answering with `handler` and returns the client `connect` makes for it. */
+  open<C extends Closable>(handler: Handler, connect: (server: Loopback) => C): Promise<C>;
+  /** Has `client` (one made without a loopback server) closed after the test as well. */
+  track<C extends Closable>(client: C): C;
+  /** The server the current test started last. */
+  readonly server: Loopback;
+}
+
+/**
+ * The speech tests' set-up: servers and clients started through it are closed after each test (the
+ * clients first), by an `afterEach` it registers in the calling file.
+ */
+export function loopbackClients(defaults: Partial<SpeechClientOptions> = {}): LoopbackClients {
+  const clients: Closable[] = [];
+  const servers: Loopback[] = [];
+
+  afterEach(async () => {
+    for (const client of clients.splice(0)) await client.close();
+    for (const server of servers.splice(0)) await server.close();
+  });
+
+  const track = <C extends Closable>(client: C): C => {
+    clients.push(client);
+    return client;
+  };
+  const open = async <C extends Closable>(handler: Handler, connect: (server: Loopback) => C): Promise<C> => {
+    const server = await startLoopback(handler);
+    servers.push(server);
+    return track(connect(server));
+  };
+
+  return {
+    setup: (handler, options = {}) =>
+      open(
+        handler,
+        (server) => new SpeechClient({ baseUrl: server.url, apiKey: KEY, ...defaults, ...options }),
+      ),
+    open,
+    track,
+    get server(): Loopback {
+      const server = servers.at(-1);
+      if (server === undefined) throw new Error('no loopback server started in this test');
+      return server;
+    },
+  };
+}
+
+/** The `SpeechServiceError` that `p` rejects with (failing the test if it resolves or rejects otherwise). */
+export async function failureOf(p: Promise<unknown>): Promise<SpeechServiceError> {
+  const error = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(SpeechServiceError);
+  return error as SpeechServiceError;
 }
 
 /** Sends `parts` as separate chunks, `gapMs` apart, so each arrives in its own read. */

@@ -1,31 +1,22 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
 import { FORMAT_INFO, isOutputFormat } from '../../../src/speech/formats.js';
-import { patternBytes, startLoopback, type Loopback } from './loopback.js';
+import { loopbackClients, patternBytes, type Loopback } from './loopback.js';
 
 const KEY = 'sk_live_0123456789abcdef';
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
+const loopback = loopbackClients({ apiKey: KEY });
 
 async function setup(options: Partial<SpeechClientOptions> = {}): Promise<{ c: SpeechClient; s: Loopback }> {
-  server = await startLoopback((req, res) => {
+  const c = await loopback.setup((req, res) => {
     // The audio type that was asked for: the client refuses any other.
     const format = new URL(req.url ?? '/', 'http://localhost').searchParams.get('output_format');
     res.writeHead(200, {
       'content-type': isOutputFormat(format) ? FORMAT_INFO[format].contentType : 'audio/wav',
     });
     res.end(patternBytes(44));
-  });
-  client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, ...options });
-  return { c: client, s: server };
+  }, options);
+  return { c, s: loopback.server };
 }
 
 describe('what goes on the wire', () => {

@@ -2,8 +2,8 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
+import { describe, expect, it } from 'vitest';
+import { SpeechClient } from '../../../src/speech/client.js';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
 import {
   backoffDelayMs,
@@ -11,33 +11,12 @@ import {
   retryDelayMs,
   type RetryPolicy,
 } from '../../../src/speech/retry.js';
-import { delay, jsonError, patternBytes, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { delay, jsonError, KEY, loopbackClients, patternBytes, type Handler } from './loopback.js';
 
-const KEY = 'test-key-0123456789';
 const PCM_HEADERS = { 'content-type': 'audio/L16;rate=24000;channels=1' };
 const pcm = { voiceId: 'v1', text: 'Hello.', outputFormat: 'pcm_24000' } as const;
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
-
-async function setup(handler: Handler, options: Partial<SpeechClientOptions> = {}): Promise<SpeechClient> {
-  server = await startLoopback(handler);
-  client = new SpeechClient({
-    baseUrl: server.url,
-    apiKey: KEY,
-    retryBaseDelayMs: 5,
-    retryMaxDelayMs: 20,
-    ...options,
-  });
-  return client;
-}
+const loopback = loopbackClients({ retryBaseDelayMs: 5, retryMaxDelayMs: 20 });
 
 function audio(res: Parameters<Handler>[1], bytes = 100): void {
   res.writeHead(200, PCM_HEADERS);
@@ -57,15 +36,17 @@ async function drain(iterable: AsyncIterable<Uint8Array>): Promise<number> {
 
 describe('retries before the first audio byte', () => {
   it('retries 503 and succeeds, reporting the attempts', async () => {
-    const c = await setup(failFirst(2, (_q, res) => jsonError(res, 503, { code: 'service_unavailable' })));
+    const c = await loopback.setup(
+      failFirst(2, (_q, res) => jsonError(res, 503, { code: 'service_unavailable' })),
+    );
     const stream = await c.stream(pcm);
     expect(stream.attempts).toBe(3);
     expect(await drain(stream)).toBe(100);
-    expect(server!.requests).toHaveLength(3);
+    expect(loopback.server.requests).toHaveLength(3);
   });
 
   it('honours Retry-After on 429, beyond our own backoff cap', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       failFirst(1, (_q, res) =>
         jsonError(res, 429, { code: 'concurrent_limit_exceeded' }, { 'retry-after': '1' }),
       ),
@@ -81,16 +62,16 @@ describe('retries before the first audio byte', () => {
   });
 
   it('fails at once when Retry-After asks for more than maxRetryAfterMs', async () => {
-    const c = await setup((_q, res) =>
+    const c = await loopback.setup((_q, res) =>
       jsonError(res, 429, { code: 'rate_limit_exceeded' }, { 'retry-after': '120' }),
     );
     const error = await c.stream(pcm).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 429, retryable: true, retryAfterMs: 120_000 });
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('retries a connection reset and a socket closed before the headers', async () => {
-    const c = await setup((req, res, { index }) => {
+    const c = await loopback.setup((req, res, { index }) => {
       if (index === 0) req.socket.resetAndDestroy();
       else if (index === 1) req.socket.destroy();
       else audio(res);
@@ -101,7 +82,7 @@ describe('retries before the first audio byte', () => {
   });
 
   it('retries when the socket closes after the headers but before any audio byte', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       failFirst(1, (_q, res) => {
         res.writeHead(200, PCM_HEADERS);
         res.flushHeaders();
@@ -118,13 +99,15 @@ describe('retries before the first audio byte', () => {
     await once(probe, 'listening');
     const { port } = probe.address() as AddressInfo;
     await new Promise<void>((r) => probe.close(() => r()));
-    client = new SpeechClient({
-      baseUrl: `http://127.0.0.1:${port}`,
-      apiKey: KEY,
-      maxRetries: 5,
-      retryBaseDelayMs: 40,
-      retryMaxDelayMs: 40,
-    });
+    const client = loopback.track(
+      new SpeechClient({
+        baseUrl: `http://127.0.0.1:${port}`,
+        apiKey: KEY,
+        maxRetries: 5,
+        retryBaseDelayMs: 40,
+        retryMaxDelayMs: 40,
+      }),
+    );
     const late = createServer((_req, res) => audio(res));
     setTimeout(() => late.listen(port, '127.0.0.1'), 50);
     try {
@@ -138,7 +121,7 @@ describe('retries before the first audio byte', () => {
   });
 
   it('gives up after maxRetries with a connection_failed error', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       (req) => {
         req.socket.destroy();
       },
@@ -147,11 +130,11 @@ describe('retries before the first audio byte', () => {
     const error = await c.synthesize(pcm).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SpeechServiceError);
     expect(error).toMatchObject({ code: 'connection_failed', retryable: true });
-    expect(server!.requests).toHaveLength(2);
+    expect(loopback.server.requests).toHaveLength(2);
   });
 
   it('treats a first-byte timeout as retryable (headers sent, audio late)', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       failFirst(1, (_q, res) => {
         res.writeHead(200, PCM_HEADERS);
         res.flushHeaders(); // and then nothing
@@ -162,32 +145,32 @@ describe('retries before the first audio byte', () => {
     const stream = await c.stream(pcm);
     expect(performance.now() - t0).toBeGreaterThanOrEqual(95);
     expect(stream.attempts).toBe(2);
-    await server!.connectionClosed(1); // the timed-out attempt's socket was dropped
+    await loopback.server.connectionClosed(1); // the timed-out attempt's socket was dropped
   });
 
   it('surfaces first_byte_timeout when no attempt produces audio in time', async () => {
-    const c = await setup(() => undefined, { firstByteTimeoutMs: 50, maxRetries: 1 });
+    const c = await loopback.setup(() => undefined, { firstByteTimeoutMs: 50, maxRetries: 1 });
     const error = await c.synthesize(pcm).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'first_byte_timeout', retryable: true });
-    expect(server!.requests).toHaveLength(2);
+    expect(loopback.server.requests).toHaveLength(2);
   });
 
   it('gives up after maxRetries of 500, with the last error', async () => {
-    const c = await setup((_q, res) =>
+    const c = await loopback.setup((_q, res) =>
       jsonError(res, 500, { code: 'internal_server_error', message: 'boom' }),
     );
     await expect(c.synthesize(pcm)).rejects.toMatchObject({ status: 500, code: 'internal_server_error' });
-    expect(server!.requests).toHaveLength(3);
+    expect(loopback.server.requests).toHaveLength(3);
   });
 
   it.each([400, 401, 403, 404])('does not retry %i', async (status) => {
-    const c = await setup((_q, res) => jsonError(res, status, { code: `code_${status}` }));
+    const c = await loopback.setup((_q, res) => jsonError(res, status, { code: `code_${status}` }));
     await expect(c.stream(pcm)).rejects.toMatchObject({ status, retryable: false });
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('an abort during the backoff rejects with signal.reason and sends nothing more', async () => {
-    const c = await setup((_q, res) => jsonError(res, 503, { code: 'service_unavailable' }), {
+    const c = await loopback.setup((_q, res) => jsonError(res, 503, { code: 'service_unavailable' }), {
       retryBaseDelayMs: 5_000,
       retryMaxDelayMs: 5_000,
     });
@@ -197,23 +180,23 @@ describe('retries before the first audio byte', () => {
     const t0 = performance.now();
     await expect(c.stream(pcm, { signal: controller.signal })).rejects.toBe(reason);
     expect(performance.now() - t0).toBeLessThan(1_000);
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('an abort before the first byte rejects with signal.reason, not a SpeechServiceError', async () => {
-    const c = await setup(() => undefined);
+    const c = await loopback.setup(() => undefined);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 30);
     const error = await c.stream(pcm, { signal: controller.signal }).catch((e: unknown) => e);
     expect(error).toBe(controller.signal.reason);
     expect(error).not.toBeInstanceOf(SpeechServiceError);
-    await server!.connectionClosed(1);
+    await loopback.server.connectionClosed(1);
   });
 });
 
 describe('never after the first audio byte', () => {
   it('a stream cut after some audio throws stream_interrupted and is not retried', async () => {
-    const c = await setup(async (_q, res) => {
+    const c = await loopback.setup(async (_q, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.write(patternBytes(480));
       await delay(20);
@@ -227,18 +210,18 @@ describe('never after the first audio byte', () => {
     expect(error).toBeInstanceOf(SpeechServiceError);
     expect(error).toMatchObject({ code: 'stream_interrupted', retryable: false });
     expect(received).toBe(480);
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('a Content-Length body cut short is an error in synthesize() too, not a short success', async () => {
-    const c = await setup(async (_q, res) => {
+    const c = await loopback.setup(async (_q, res) => {
       res.writeHead(200, { ...PCM_HEADERS, 'content-length': 1000 });
       res.write(patternBytes(400));
       await delay(20);
       res.socket?.destroy();
     });
     await expect(c.synthesize(pcm)).rejects.toMatchObject({ code: 'stream_interrupted' });
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 });
 
@@ -250,17 +233,19 @@ describe('addVoice is not idempotent', () => {
   };
 
   it('does not retry a 503 (the voice may have been created)', async () => {
-    const c = await setup(failFirst(1, (_q, res) => jsonError(res, 503, { code: 'service_unavailable' })));
+    const c = await loopback.setup(
+      failFirst(1, (_q, res) => jsonError(res, 503, { code: 'service_unavailable' })),
+    );
     await expect(c.addVoice(input)).rejects.toMatchObject({ status: 503 });
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('retries a 429 (nothing was done)', async () => {
-    const c = await setup((q, res, info) =>
+    const c = await loopback.setup((q, res, info) =>
       info.index === 0 ? jsonError(res, 429, { code: 'rate_limit_exceeded' }) : created(q, res, info),
     );
     await expect(c.addVoice(input)).resolves.toEqual({ voiceId: 'new', requiresVerification: false });
-    expect(server!.requests).toHaveLength(2);
+    expect(loopback.server.requests).toHaveLength(2);
   });
 });
 

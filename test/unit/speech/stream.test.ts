@@ -1,27 +1,11 @@
 import { performance } from 'node:perf_hooks';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
+import { describe, expect, it } from 'vitest';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
-import { delay, patternBytes, startLoopback, writeSpaced, type Handler, type Loopback } from './loopback.js';
+import { delay, loopbackClients, patternBytes, writeSpaced, type Handler } from './loopback.js';
 
-const KEY = 'test-key-0123456789';
 const PCM_HEADERS = { 'content-type': 'audio/L16;rate=24000;channels=1', 'request-id': 'req-stream' };
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
-
-async function setup(handler: Handler, options: Partial<SpeechClientOptions> = {}): Promise<SpeechClient> {
-  server = await startLoopback(handler);
-  client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, retryBaseDelayMs: 1, ...options });
-  return client;
-}
+const loopback = loopbackClients({ retryBaseDelayMs: 1 });
 
 const pcm = { voiceId: 'v1', text: 'Hello there.', outputFormat: 'pcm_24000' } as const;
 
@@ -41,7 +25,7 @@ describe('SpeechClient.stream', () => {
   it('yields whole 16-bit samples when the server sends odd-length chunks', async () => {
     const parts = [3, 5, 1, 1, 7, 2, 9, 4].map((n, i) => patternBytes(n, i * 16));
     const expected = Buffer.concat(parts);
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       await writeSpaced(res, parts, 5);
       res.end();
@@ -57,7 +41,7 @@ describe('SpeechClient.stream', () => {
   });
 
   it('passes aligned chunks through without copying them', async () => {
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       await writeSpaced(res, [patternBytes(64), patternBytes(128)], 5);
       res.end();
@@ -67,7 +51,7 @@ describe('SpeechClient.stream', () => {
   });
 
   it('throws misaligned_audio when a PCM stream ends on half a sample', async () => {
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       await writeSpaced(res, [patternBytes(4), patternBytes(3)], 5);
       res.end();
@@ -82,7 +66,7 @@ describe('SpeechClient.stream', () => {
   });
 
   it('leaves WAV and MP3 chunks as they come (odd lengths included)', async () => {
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, { 'content-type': 'audio/mpeg' });
       await writeSpaced(res, [patternBytes(3), patternBytes(5)], 5);
       res.end();
@@ -95,7 +79,7 @@ describe('SpeechClient.stream', () => {
 
   it('resolves at the first audio byte, measures time to first byte there and reports metrics', async () => {
     const metrics: unknown[] = [];
-    const c = await setup(
+    const c = await loopback.setup(
       async (_req, res) => {
         res.writeHead(200, PCM_HEADERS); // headers early, audio 150 ms later
         await delay(150);
@@ -112,7 +96,7 @@ describe('SpeechClient.stream', () => {
   });
 
   it('a throwing metrics callback does not break the stream', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       (_req, res) => {
         res.writeHead(200, PCM_HEADERS);
         res.end(patternBytes(10));
@@ -127,13 +111,13 @@ describe('SpeechClient.stream', () => {
   });
 
   it('an abort mid-stream closes the server-side socket within 20 ms and surfaces signal.reason', async () => {
-    const c = await setup(hangAfterFirstChunk);
+    const c = await loopback.setup(hangAfterFirstChunk);
     const controller = new AbortController();
     const stream = await c.stream(pcm, { signal: controller.signal });
     const iterator = stream[Symbol.asyncIterator]();
     expect((await iterator.next()).value).toHaveLength(480);
     const pending = iterator.next().catch((e: unknown) => e);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     const t0 = performance.now();
     controller.abort();
     const closedAtMs = await closed;
@@ -147,10 +131,10 @@ describe('SpeechClient.stream', () => {
   });
 
   it('an abort while nobody is pulling also closes the socket at once', async () => {
-    const c = await setup(hangAfterFirstChunk);
+    const c = await loopback.setup(hangAfterFirstChunk);
     const controller = new AbortController();
     const stream = await c.stream(pcm, { signal: controller.signal });
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     const reason = new Error('barge-in');
     const t0 = performance.now();
     controller.abort(reason);
@@ -161,9 +145,9 @@ describe('SpeechClient.stream', () => {
   });
 
   it('breaking out of for-await closes the server-side socket', async () => {
-    const c = await setup(hangAfterFirstChunk);
+    const c = await loopback.setup(hangAfterFirstChunk);
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     let t0 = 0;
     for await (const chunk of stream) {
       expect(chunk).toHaveLength(480);
@@ -176,17 +160,17 @@ describe('SpeechClient.stream', () => {
   });
 
   it('return() on an iterator that was never pulled still frees the connection', async () => {
-    const c = await setup(hangAfterFirstChunk);
+    const c = await loopback.setup(hangAfterFirstChunk);
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     await stream[Symbol.asyncIterator]().return?.();
     await closed;
   });
 
   it('cancel() closes the connection and ends iteration with the reason', async () => {
-    const c = await setup(hangAfterFirstChunk);
+    const c = await loopback.setup(hangAfterFirstChunk);
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     const reason = new Error('stop');
     stream.cancel(reason);
     await closed;
@@ -194,7 +178,7 @@ describe('SpeechClient.stream', () => {
   });
 
   it('a stream can be iterated once', async () => {
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.end(patternBytes(4));
     });
@@ -204,7 +188,7 @@ describe('SpeechClient.stream', () => {
   });
 
   it('an idle gap after audio started throws idle_timeout from the iterator (not retried)', async () => {
-    const c = await setup(hangAfterFirstChunk, { idleTimeoutMs: 100 });
+    const c = await loopback.setup(hangAfterFirstChunk, { idleTimeoutMs: 100 });
     const stream = await c.stream(pcm);
     const seen: Uint8Array[] = [];
     const t0 = performance.now();
@@ -215,12 +199,12 @@ describe('SpeechClient.stream', () => {
     expect(error).toMatchObject({ code: 'idle_timeout', retryable: false, requestId: 'req-stream' });
     expect(performance.now() - t0).toBeGreaterThanOrEqual(95);
     expect(seen).toHaveLength(1);
-    expect(server!.requests).toHaveLength(1);
-    await server!.connectionClosed(1);
+    expect(loopback.server.requests).toHaveLength(1);
+    await loopback.server.connectionClosed(1);
   });
 
   it('a slow consumer does not trip the idle timeout (it only runs while waiting on the server)', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       async (_req, res) => {
         res.writeHead(200, PCM_HEADERS);
         await writeSpaced(res, [patternBytes(8), patternBytes(8), patternBytes(8)], 5);
@@ -240,7 +224,7 @@ describe('SpeechClient.stream', () => {
     const chunk = patternBytes(64 * 1024);
     const totalBytes = 256 * 1024 * 1024;
     let written = 0;
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       while (written < totalBytes && !res.destroyed) {
         written += chunk.byteLength;
@@ -261,7 +245,7 @@ describe('SpeechClient.stream', () => {
   it('delivers every byte in order across many odd-length chunks', async () => {
     const parts = Array.from({ length: 50 }, (_, i) => patternBytes(1000 + (i % 3), i * 7));
     parts.push(patternBytes(1)); // 50 049 + 1: an even total
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       for (const p of parts) res.write(p);
       res.end();
@@ -276,7 +260,7 @@ describe('SpeechClient.stream', () => {
 describe('SpeechClient.synthesize', () => {
   it('returns the whole body with format, content type, request id and time to first byte', async () => {
     const body = patternBytes(4000);
-    const c = await setup((req, res) => {
+    const c = await loopback.setup((req, res) => {
       expect(req.url).toBe('/api/speech/v1/text-to-speech/v1?output_format=wav_24000');
       res.writeHead(200, {
         'content-type': 'audio/wav',
@@ -297,7 +281,7 @@ describe('SpeechClient.synthesize', () => {
   });
 
   it('rejects an odd-length PCM body with misaligned_audio', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.end(patternBytes(5));
     });
@@ -305,7 +289,7 @@ describe('SpeechClient.synthesize', () => {
   });
 
   it('a 200 with an empty body is empty_audio', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, { 'content-type': 'audio/wav', 'content-length': 0 });
       res.end();
     });
@@ -314,25 +298,25 @@ describe('SpeechClient.synthesize', () => {
       status: 200,
       retryable: false,
     });
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 });
 
 describe('connection reuse', () => {
   it('two sequential requests share one keep-alive socket', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.end(patternBytes(10));
     });
     await collect(await c.stream(pcm));
     await c.synthesize(pcm);
     await collect(await c.stream(pcm));
-    expect(server!.requests.map((r) => r.connection)).toEqual([1, 1, 1]);
-    expect(server!.connectionCount()).toBe(1);
+    expect(loopback.server.requests.map((r) => r.connection)).toEqual([1, 1, 1]);
+    expect(loopback.server.connectionCount()).toBe(1);
   });
 
   it('an error answer (fully read) leaves the socket reusable', async () => {
-    const c = await setup((_req, res, { index }) => {
+    const c = await loopback.setup((_req, res, { index }) => {
       if (index === 0) {
         res.writeHead(404, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ detail: { code: 'voice_not_found', message: 'no such voice' } }));
@@ -343,17 +327,17 @@ describe('connection reuse', () => {
     });
     await expect(c.synthesize(pcm)).rejects.toMatchObject({ status: 404 });
     await c.synthesize(pcm);
-    expect(server!.connectionCount()).toBe(1);
+    expect(loopback.server.connectionCount()).toBe(1);
   });
 
   it('close() closes the pool and later calls fail with client_closed', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, PCM_HEADERS);
       res.end(patternBytes(10));
     });
     await c.synthesize(pcm);
     await c.close();
-    await server!.connectionClosed(1);
+    await loopback.server.connectionClosed(1);
     await expect(c.synthesize(pcm)).rejects.toMatchObject({ code: 'client_closed' });
   });
 });

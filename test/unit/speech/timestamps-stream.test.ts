@@ -3,45 +3,22 @@
  * makes, how it reads the JSON objects as they come, how it fails, and its fallback to `/stream` on a
  * service without the endpoint.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { SpeechClient, type SpeechClientOptions } from '../../../src/speech/client.js';
-import { SpeechServiceError } from '../../../src/speech/errors.js';
+import { describe, expect, it } from 'vitest';
 import {
+  failureOf,
   jsonError,
+  loopbackClients,
   patternBytes,
-  startLoopback,
   writeSpaced,
   type Handler,
-  type Loopback,
 } from './loopback.js';
 
-const KEY = 'test-key-0123456789';
 const JSON_HEADERS = { 'content-type': 'application/json', 'request-id': 'req-ts' };
 const PCM_HEADERS = { 'content-type': 'audio/L16;rate=24000;channels=1', 'request-id': 'req-plain' };
 const TS_PATH = '/api/speech/v1/text-to-speech/v1/stream/with-timestamps';
 const PLAIN_PATH = '/api/speech/v1/text-to-speech/v1/stream';
 
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
-
-async function setup(handler: Handler, options: Partial<SpeechClientOptions> = {}): Promise<SpeechClient> {
-  server = await startLoopback(handler);
-  client = new SpeechClient({
-    baseUrl: server.url,
-    apiKey: KEY,
-    retryBaseDelayMs: 1,
-    timestamps: true,
-    ...options,
-  });
-  return client;
-}
+const loopback = loopbackClients({ retryBaseDelayMs: 1, timestamps: true });
 
 const pcm = { voiceId: 'v1', text: 'Hi there', outputFormat: 'pcm_24000' } as const;
 
@@ -79,25 +56,16 @@ function awkwardParts(lines: readonly string[]): Buffer[] {
   ];
 }
 
-async function failureOf(p: Promise<unknown>): Promise<SpeechServiceError> {
-  const error = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(SpeechServiceError);
-  return error as SpeechServiceError;
-}
-
 describe('SpeechClient.stream with timestamps', () => {
   it('asks /stream/with-timestamps, yields whole samples and grows the alignment ahead of its audio', async () => {
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       await writeSpaced(res, awkwardParts(LINES), 10);
       res.end();
     });
     const stream = await c.stream(pcm);
-    expect(server!.requests[0]!.path).toBe(TS_PATH);
-    expect(server!.requests[0]!.query.get('output_format')).toBe('pcm_24000');
+    expect(loopback.server.requests[0]!.path).toBe(TS_PATH);
+    expect(loopback.server.requests[0]!.query.get('output_format')).toBe('pcm_24000');
     expect(stream.requestId).toBe('req-ts');
     expect(stream.contentType).toMatch(/^audio\/L16/);
     const alignment = stream.alignment!;
@@ -118,7 +86,7 @@ describe('SpeechClient.stream with timestamps', () => {
   });
 
   it('leaves MP3 bytes as they come and still reads the timings', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       res.end(LINES.join(''));
     });
@@ -130,13 +98,13 @@ describe('SpeechClient.stream with timestamps', () => {
   });
 
   it('a malformed object mid-stream fails it with invalid_response and closes the connection', async () => {
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       // …and the server would go on after the bad line: only the client can end this.
       await writeSpaced(res, [Buffer.from(LINES[0]!), Buffer.from('{"audio_base64": not json}\n')], 20);
     });
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     const error = await failureOf(
       (async () => {
         for await (const _ of stream) {
@@ -151,7 +119,7 @@ describe('SpeechClient.stream with timestamps', () => {
 
   it('an object past the size bound fails with response_too_large and closes the connection', async () => {
     let written = 0;
-    const c = await setup(async (_req, res) => {
+    const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       res.write(LINES[0]);
       res.write('{"audio_base64":"');
@@ -163,7 +131,7 @@ describe('SpeechClient.stream with timestamps', () => {
       }
     });
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     const error = await failureOf(
       (async () => {
         for await (const _ of stream) {
@@ -177,7 +145,7 @@ describe('SpeechClient.stream with timestamps', () => {
   });
 
   it('a malformed first object rejects stream() itself', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       res.end('{"alignment": {}}\n');
     });
@@ -185,7 +153,7 @@ describe('SpeechClient.stream with timestamps', () => {
   });
 
   it('an answer without any audio is empty_audio', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       res.end(line(new Uint8Array(0), ['H'], 0));
     });
@@ -193,17 +161,17 @@ describe('SpeechClient.stream with timestamps', () => {
   });
 
   it('a 200 HTML page is unexpected_content_type, not parsed', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<html>login</html>');
     });
     const error = await failureOf(c.stream(pcm));
     expect(error.code).toBe('unexpected_content_type');
-    expect(server!.requests).toHaveLength(1);
+    expect(loopback.server.requests).toHaveLength(1);
   });
 
   it('retries a 503 before the first byte, as the plain stream does', async () => {
-    const c = await setup((_req, res, { index }) => {
+    const c = await loopback.setup((_req, res, { index }) => {
       if (index === 0) {
         jsonError(res, 503, { code: 'busy', message: 'try again' });
         return;
@@ -213,22 +181,22 @@ describe('SpeechClient.stream with timestamps', () => {
     });
     const stream = await c.stream(pcm);
     expect(stream.attempts).toBe(2);
-    expect(server!.requests.map((r) => r.path)).toEqual([TS_PATH, TS_PATH]);
+    expect(loopback.server.requests.map((r) => r.path)).toEqual([TS_PATH, TS_PATH]);
   });
 
   it('cancel() closes the connection at once', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, JSON_HEADERS);
       res.write(LINES[0]);
     });
     const stream = await c.stream(pcm);
-    const closed = server!.connectionClosed(1);
+    const closed = loopback.server.connectionClosed(1);
     stream.cancel();
     await closed;
   });
 
   it('timestamps off (the default) asks /stream and has no alignment', async () => {
-    const c = await setup(
+    const c = await loopback.setup(
       (_req, res) => {
         res.writeHead(200, PCM_HEADERS);
         res.end(patternBytes(10));
@@ -236,7 +204,7 @@ describe('SpeechClient.stream with timestamps', () => {
       { timestamps: false },
     );
     const stream = await c.stream(pcm);
-    expect(server!.requests[0]!.path).toBe(PLAIN_PATH);
+    expect(loopback.server.requests[0]!.path).toBe(PLAIN_PATH);
     expect(stream.alignment).toBeUndefined();
   });
 });
@@ -257,7 +225,7 @@ describe('a service without the endpoint', () => {
   }
 
   it.each([404, 405] as const)('answering %i gets the plain /stream, then only that', async (status) => {
-    const c = await setup(olderService(status));
+    const c = await loopback.setup(olderService(status));
     const first = await c.stream(pcm);
     expect(first.alignment).toBeUndefined();
     expect(first.attempts).toBe(2);
@@ -265,17 +233,17 @@ describe('a service without the endpoint', () => {
     const bytes: Uint8Array[] = [];
     for await (const chunk of first) bytes.push(chunk);
     expect(Buffer.concat(bytes)).toEqual(patternBytes(20));
-    expect(server!.requests.map((r) => r.path)).toEqual([TS_PATH, PLAIN_PATH]);
+    expect(loopback.server.requests.map((r) => r.path)).toEqual([TS_PATH, PLAIN_PATH]);
     // Remembered for the client's lifetime: no more with-timestamps requests.
     const second = await c.stream(pcm);
     for await (const _ of second) {
       /* drain */
     }
-    expect(server!.requests.map((r) => r.path)).toEqual([TS_PATH, PLAIN_PATH, PLAIN_PATH]);
+    expect(loopback.server.requests.map((r) => r.path)).toEqual([TS_PATH, PLAIN_PATH, PLAIN_PATH]);
   });
 
   it('an unknown voice (404 voice_not_found) is that error, with no fallback and nothing remembered', async () => {
-    const c = await setup((_req, res, { index }) => {
+    const c = await loopback.setup((_req, res, { index }) => {
       if (index === 0) {
         jsonError(res, 404, { code: 'voice_not_found', message: 'voice v1 was not found' });
         return;
@@ -288,11 +256,11 @@ describe('a service without the endpoint', () => {
     expect(error.code).toBe('voice_not_found');
     const next = await c.stream(pcm);
     expect(next.alignment).toBeDefined();
-    expect(server!.requests.map((r) => r.path)).toEqual([TS_PATH, TS_PATH]);
+    expect(loopback.server.requests.map((r) => r.path)).toEqual([TS_PATH, TS_PATH]);
   });
 
   it('a fallback whose /stream fails too leaves timestamps on for the next call', async () => {
-    const c = await setup((_req, res, { index }) => {
+    const c = await loopback.setup((_req, res, { index }) => {
       if (index < 2) {
         res.writeHead(404, { 'content-type': 'text/plain' });
         res.end('Not Found');
@@ -304,6 +272,6 @@ describe('a service without the endpoint', () => {
     expect((await failureOf(c.stream(pcm))).status).toBe(404);
     const next = await c.stream(pcm);
     expect(next.alignment).toBeDefined();
-    expect(server!.requests.map((r) => r.path)).toEqual([TS_PATH, PLAIN_PATH, TS_PATH]);
+    expect(loopback.server.requests.map((r) => r.path)).toEqual([TS_PATH, PLAIN_PATH, TS_PATH]);
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpeechClient, type SpeechRequest } from '../../../src/speech/client.js';
 import { SpeechInputError } from '../../../src/speech/errors.js';
 import type { AddVoiceInput, ListVoicesQuery } from '../../../src/speech/voices.js';
-import { startLoopback, type Loopback } from './loopback.js';
+import { KEY, startLoopback, type Loopback } from './loopback.js';
 
 let server: Loopback;
 let client: SpeechClient;
@@ -12,7 +12,7 @@ beforeAll(async () => {
     res.writeHead(500);
     res.end();
   });
-  client = new SpeechClient({ baseUrl: server.url, apiKey: 'test-key-0123456789', maxRetries: 0 });
+  client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, maxRetries: 0 });
 });
 
 afterAll(async () => {

@@ -1,27 +1,10 @@
 import busboy from 'busboy';
 import type { IncomingHttpHeaders } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
-import { SpeechClient } from '../../../src/speech/client.js';
+import { describe, expect, it } from 'vitest';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
-import { patternBytes, startLoopback, type Handler, type Loopback } from './loopback.js';
+import { KEY, loopbackClients, patternBytes, type Handler } from './loopback.js';
 
-const KEY = 'test-key-0123456789';
-
-let server: Loopback | undefined;
-let client: SpeechClient | undefined;
-
-afterEach(async () => {
-  await client?.close();
-  await server?.close();
-  client = undefined;
-  server = undefined;
-});
-
-async function setup(handler: Handler): Promise<SpeechClient> {
-  server = await startLoopback(handler);
-  client = new SpeechClient({ baseUrl: server.url, apiKey: KEY, retryBaseDelayMs: 1 });
-  return client;
-}
+const loopback = loopbackClients({ retryBaseDelayMs: 1 });
 
 function sendJson(res: Parameters<Handler>[1], body: unknown): void {
   const text = JSON.stringify(body);
@@ -59,7 +42,7 @@ function parseMultipart(headers: IncomingHttpHeaders, body: Buffer): Promise<Mul
 
 describe('listVoices', () => {
   it('sends the query in snake_case and maps the answer to camelCase', async () => {
-    const c = await setup((_req, res) =>
+    const c = await loopback.setup((_req, res) =>
       sendJson(res, {
         voices: [
           {
@@ -88,7 +71,7 @@ describe('listVoices', () => {
       category: 'cloned',
       includeTotalCount: true,
     });
-    const req = server!.requests[0]!;
+    const req = loopback.server.requests[0]!;
     expect(req.method).toBe('GET');
     expect(req.path).toBe('/api/speech/v2/voices');
     expect(Object.fromEntries(req.query)).toEqual({
@@ -121,11 +104,11 @@ describe('listVoices', () => {
   });
 
   it('sends no query string without a query, and fills missing totals', async () => {
-    const c = await setup((_req, res) =>
+    const c = await loopback.setup((_req, res) =>
       sendJson(res, { voices: [{ voice_id: 'x' }], next_page_token: null }),
     );
     const page = await c.listVoices();
-    expect(server!.requests[0]!.url).toBe('/api/speech/v2/voices');
+    expect(loopback.server.requests[0]!.url).toBe('/api/speech/v2/voices');
     expect(page).toEqual({
       voices: [{ voiceId: 'x', name: '', category: 'unknown', labels: {} }],
       hasMore: false,
@@ -134,12 +117,12 @@ describe('listVoices', () => {
   });
 
   it('rejects a malformed answer with invalid_response', async () => {
-    const c = await setup((_req, res) => sendJson(res, { voices: [{ name: 'no id' }] }));
+    const c = await loopback.setup((_req, res) => sendJson(res, { voices: [{ name: 'no id' }] }));
     await expect(c.listVoices()).rejects.toMatchObject({ code: 'invalid_response', requestId: 'rid-voices' });
   });
 
   it('rejects a body that is not JSON', async () => {
-    const c = await setup((_req, res) => {
+    const c = await loopback.setup((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"voices": [');
     });
@@ -149,7 +132,7 @@ describe('listVoices', () => {
   });
 
   it('is retried like speech (GET is idempotent)', async () => {
-    const c = await setup((_req, res, { index }) => {
+    const c = await loopback.setup((_req, res, { index }) => {
       if (index === 0) {
         res.writeHead(500);
         res.end();
@@ -158,7 +141,7 @@ describe('listVoices', () => {
       sendJson(res, { voices: [], has_more: false, total_count: 0 });
     });
     await expect(c.listVoices()).resolves.toEqual({ voices: [], hasMore: false, totalCount: 0 });
-    expect(server!.requests).toHaveLength(2);
+    expect(loopback.server.requests).toHaveLength(2);
   });
 });
 
@@ -166,7 +149,7 @@ describe('addVoice', () => {
   it('posts multipart: name, repeated files, description, labels as JSON, remove_background_noise', async () => {
     let parsed: Multipart | undefined;
     const sample = patternBytes(3000);
-    const c = await setup(async (req, res, { body }) => {
+    const c = await loopback.setup(async (req, res, { body }) => {
       parsed = await parseMultipart(req.headers, body);
       sendJson(res, { voice_id: 'new-voice', requires_verification: true });
     });
@@ -181,7 +164,7 @@ describe('addVoice', () => {
       removeBackgroundNoise: true,
     });
     expect(result).toEqual({ voiceId: 'new-voice', requiresVerification: true });
-    const req = server!.requests[0]!;
+    const req = loopback.server.requests[0]!;
     expect(req.method).toBe('POST');
     expect(req.path).toBe('/api/speech/v1/voices/add');
     expect(req.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
@@ -202,7 +185,7 @@ describe('addVoice', () => {
 
   it('sends only the fields that are set, and reads requires_verification', async () => {
     let parsed: Multipart | undefined;
-    const c = await setup(async (req, res, { body }) => {
+    const c = await loopback.setup(async (req, res, { body }) => {
       parsed = await parseMultipart(req.headers, body);
       sendJson(res, { voice_id: 'v2' });
     });
