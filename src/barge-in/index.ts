@@ -23,11 +23,5 @@ export {
   type SpeechOnset,
   type SpeechTurn,
 } from './detector.js';
-export {
-  PooledDetector,
-  startVadWorkers,
-  VadWorkerError,
-  VadWorkerPool,
-  type PushOutcome,
-  type VadWorkersOptions,
-} from './pool.js';
+export { startVadWorkers, VadWorkerPool, type VadWorkersOptions } from './pool.js';
+export { PooledDetector, VadWorkerError, type DetectorHost, type PushOutcome } from './pooled-detector.js';

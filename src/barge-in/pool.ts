@@ -13,24 +13,19 @@
  * onset. The time a push waited in the worker counts as its detector's lag (`PushInfo.waitedMs`):
  * past `MAX_LAG_MS`, it judges by the energy gate alone until it catches up.
  *
- * A worker that dies fails the pushes it held (`VadWorkerError`: a `PooledDetector` resolves them
- * without an onset, and counts them), is logged, and is replaced; while no worker is ready, pushes fail
- * at once. Its streams lose their detectors: each is assigned again on its next push, and starts afresh.
+ * The threads' lifecycle is the shared `WorkerPool`'s (src/async/worker-pool.ts): spawning, readiness,
+ * replacement. A worker that dies fails the pushes it held (`VadWorkerError`: a `PooledDetector`
+ * resolves them without an onset, and counts them), is logged, and is replaced; while no worker is
+ * ready, pushes fail at once. Its streams lose their detectors: each is assigned again on its next push,
+ * and starts afresh (until then their calls hear no onset).
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { WorkerPool, WorkerPoolError } from '../async/worker-pool.js';
 import { compiledModule } from '../paths.js';
-import type {
-  DetectorOptions,
-  DetectorSource,
-  PushInfo,
-  SpeechDetector,
-  SpeechOnset,
-  SpeechTurn,
-} from './detector.js';
+import type { DetectorOptions, DetectorSource, PushInfo, SpeechTurn } from './detector.js';
+import { PooledDetector, VadWorkerError, type DetectorHost, type PushOutcome } from './pooled-detector.js';
 import {
   PUSH_FIELDS,
   RESULT_FIELDS,
@@ -39,23 +34,13 @@ import {
   type HostedDetectorOptions,
   type PushResults,
   type ToVadWorker,
+  type VadWorkerReady,
 } from './protocol.js';
-import type { VadSampleRate } from './silero.js';
-
-export class VadWorkerError extends Error {
-  override readonly name = 'VadWorkerError';
-}
 
 export interface VadWorkersOptions {
   /** Worker threads; 'auto' (the default): one per core. */
   workers?: number | 'auto';
   logger?: Logger | undefined;
-}
-
-/** What a push comes back with: the onset it completed, and the turns that ended in it. */
-export interface PushOutcome {
-  onset: SpeechOnset | undefined;
-  turns: readonly SpeechTurn[];
 }
 
 interface Pending {
@@ -76,9 +61,9 @@ interface QueuedPush extends Pending {
   info: PushInfo;
 }
 
+/** What the pool keeps for one worker (the `WorkerPool`'s slot of the same index). */
 interface Slot {
-  worker: Worker;
-  ready: boolean;
+  readonly index: number;
   /** Pushes sent and not answered yet. */
   readonly inFlight: Map<number, Pending>;
   /** For the next batch: streams to start, pushes, streams to drop. */
@@ -93,8 +78,6 @@ interface Slot {
 
 /** The turns of a push that ended none (nearly every push): one array for all of them. */
 const NO_TURNS: readonly SpeechTurn[] = Object.freeze([]);
-/** A worker that died while starting is replaced after this long (ms), not at once. */
-const RETRY_DEAD_START_MS = 1000;
 /**
  * Batches leave at most this often (ms): the pushes of the turns in between wait and go together. A
  * message costs the main thread some microseconds whatever it holds, and 200 calls' 20 ms chunks
@@ -103,13 +86,6 @@ const RETRY_DEAD_START_MS = 1000;
  */
 const BATCH_EVERY_MS = 4;
 
-function workerUrl(): URL {
-  const url = compiledModule('barge-in/worker.js');
-  if (!existsSync(fileURLToPath(url)))
-    throw new Error(`VAD worker ${fileURLToPath(url)} is missing: run \`npm run build\` first`);
-  return url;
-}
-
 /** Starts the pool and waits until every worker has its model loaded and warmed up. */
 export async function startVadWorkers(options: VadWorkersOptions = {}): Promise<VadWorkerPool> {
   const pool = new VadWorkerPool(options);
@@ -117,22 +93,25 @@ export async function startVadWorkers(options: VadWorkersOptions = {}): Promise<
     await pool.started();
   } catch (error) {
     await pool.close();
-    throw error;
+    throw vadError(error);
   }
   return pool;
 }
 
-export class VadWorkerPool implements DetectorSource {
+/** The pool's own failures as the `VadWorkerError` its users know (the pool's error as its cause). */
+function vadError(error: unknown): unknown {
+  return error instanceof WorkerPoolError ? new VadWorkerError(error.message, { cause: error }) : error;
+}
+
+export class VadWorkerPool implements DetectorSource, DetectorHost {
   runtime = 'onnxruntime-web (worker threads)';
+  /** The threads, one per slot of `slots`. */
+  private readonly threads: WorkerPool<ToVadWorker, FromVadWorker, VadWorkerReady>;
   private readonly slots: Slot[] = [];
-  private readonly logger: Logger | undefined;
-  private readonly url = workerUrl();
   private nextId = 1;
   private nextStream = 1;
   private flushScheduled = false;
   private lastFlushAt = Number.NEGATIVE_INFINITY;
-  private readyWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
-  private closed = false;
   /** Each stream's worker, from its first push until it is closed or its worker dies. */
   private readonly streamSlots = new Map<number, Slot>();
   /**
@@ -143,10 +122,37 @@ export class VadWorkerPool implements DetectorSource {
   readonly stats = { restarts: 0, failed: 0, batches: 0, skippedWindows: 0, inferences: 0 };
 
   constructor(options: VadWorkersOptions) {
-    this.logger = options.logger;
-    const count =
-      options.workers === undefined || options.workers === 'auto' ? availableParallelism() : options.workers;
-    for (let i = 0; i < Math.max(1, count); i++) this.slots.push(this.spawn());
+    const count = Math.max(
+      1,
+      options.workers === undefined || options.workers === 'auto' ? availableParallelism() : options.workers,
+    );
+    for (let index = 0; index < count; index++)
+      this.slots.push({
+        index,
+        inFlight: new Map(),
+        opens: [],
+        pushes: [],
+        closes: [],
+        streams: new Set(),
+        probes: new Map(),
+      });
+    this.threads = new WorkerPool({
+      module: compiledModule('barge-in/worker.js'),
+      name: 'VAD worker',
+      threadName: 'voxbridge-vad',
+      workers: count,
+      // A worker holds no request of its own: it must not keep the process alive.
+      unref: true,
+      logger: options.logger,
+      onReady: (_slot, message) => {
+        this.runtime = `${message.runtime} × ${count} worker threads`;
+      },
+      onMessage: (slot, message) => this.onMessage(this.slots[slot]!, message),
+      onExit: (slot, error) => {
+        this.fail(this.slots[slot]!, new VadWorkerError(error.message, { cause: error }));
+        this.stats.restarts++;
+      },
+    });
   }
 
   /** A call's detector, run in a worker (`now` is the worker's own clock). */
@@ -161,9 +167,9 @@ export class VadWorkerPool implements DetectorSource {
     return depth;
   }
 
-  /** The threads, for diagnostics (and for tests that kill one). */
-  get workers(): readonly Worker[] {
-    return this.slots.map((slot) => slot.worker);
+  /** The threads (none for one waiting to be replaced), for diagnostics (and for tests that kill one). */
+  get workers(): ReadonlyArray<Worker | undefined> {
+    return this.slots.map((slot) => this.threads.worker(slot.index));
   }
 
   /** Streams assigned to each worker (indexed as `workers`), for diagnostics. */
@@ -173,8 +179,7 @@ export class VadWorkerPool implements DetectorSource {
 
   /** The index (in `workers`) of the worker that holds `stream`'s detector, if one does. */
   workerOf(stream: number): number | undefined {
-    const slot = this.streamSlots.get(stream);
-    return slot ? this.slots.indexOf(slot) : undefined;
+    return this.streamSlots.get(stream)?.index;
   }
 
   /**
@@ -185,7 +190,7 @@ export class VadWorkerPool implements DetectorSource {
     this.flush();
     return Promise.all(
       this.slots.map((slot) => {
-        if (!slot.ready) return Promise.resolve(0);
+        if (!this.threads.isReady(slot.index)) return Promise.resolve(0);
         const id = this.nextId++;
         return new Promise<number>((resolve, reject) => {
           slot.probes.set(id, { resolve, reject });
@@ -197,14 +202,14 @@ export class VadWorkerPool implements DetectorSource {
 
   /** Resolves once every worker is ready (after a restart, once its replacement is). */
   ready(): Promise<void> {
-    if (this.closed) return Promise.reject(new VadWorkerError('VAD workers closed'));
-    if (this.slots.every((slot) => slot.ready)) return Promise.resolve();
-    return new Promise((resolve, reject) => this.readyWaiters.push({ resolve, reject }));
+    return this.threads.ready().catch((error: unknown) => {
+      throw vadError(error);
+    });
   }
 
   /** @internal the first start: rejects if a worker dies before it is ready. */
-  async started(): Promise<void> {
-    await Promise.all(this.slots.map((slot) => this.whenReady(slot)));
+  started(): Promise<void> {
+    return this.threads.started();
   }
 
   /** @internal a new stream's id (a detector's, or the fresh one its reset starts). */
@@ -249,24 +254,25 @@ export class VadWorkerPool implements DetectorSource {
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    for (const waiter of this.readyWaiters.splice(0)) waiter.reject(new VadWorkerError('VAD workers closed'));
-    const slots = this.slots.splice(0);
-    for (const slot of slots) this.fail(slot, new VadWorkerError('VAD workers closed'));
-    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+    if (this.threads.closed) return this.threads.close();
+    const error = new VadWorkerError('VAD workers closed');
+    for (const slot of this.slots) this.fail(slot, error);
+    await this.threads.close();
   }
 
   /** A push no worker can take: refused at once, and counted. */
   private refuse(): Promise<never> {
     this.stats.failed++;
-    return Promise.reject(new VadWorkerError(this.closed ? 'VAD workers closed' : 'no VAD worker is ready'));
+    return Promise.reject(
+      new VadWorkerError(this.threads.closed ? 'VAD workers closed' : 'no VAD worker is ready'),
+    );
   }
 
   /** The ready worker with the fewest streams (then the fewest pushes in flight) takes `stream`. */
   private assign(stream: number): Slot | undefined {
     let best: Slot | undefined;
     for (const slot of this.slots) {
-      if (!slot.ready) continue;
+      if (!this.threads.isReady(slot.index)) continue;
       if (
         !best ||
         slot.streams.size < best.streams.size ||
@@ -331,53 +337,11 @@ export class VadWorkerPool implements DetectorSource {
     }
   }
 
-  private post(slot: Slot, message: ToVadWorker, transfer: ArrayBuffer[] = []): void {
-    slot.worker.postMessage(message, transfer);
-  }
-
-  private spawn(): Slot {
-    const slot: Slot = {
-      worker: new Worker(this.url, { name: 'voxbridge-vad' }),
-      ready: false,
-      inFlight: new Map(),
-      opens: [],
-      pushes: [],
-      closes: [],
-      streams: new Set(),
-      probes: new Map(),
-    };
-    slot.worker.on('message', (message: FromVadWorker) => this.onMessage(slot, message));
-    slot.worker.on('error', (error) => this.logger?.error({ err: error }, 'VAD worker failed'));
-    slot.worker.on('exit', (code) => this.onExit(slot, code));
-    // A worker holds no request of its own: it must not keep the process alive.
-    slot.worker.unref();
-    return slot;
-  }
-
-  private whenReady(slot: Slot): Promise<void> {
-    if (slot.ready) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const onMessage = (m: FromVadWorker): void => {
-        if (m.type !== 'ready') return;
-        slot.worker.off('exit', onExit);
-        slot.worker.off('message', onMessage);
-        resolve();
-      };
-      const onExit = (code: number): void =>
-        reject(new VadWorkerError(`VAD worker exited with code ${code} while starting`));
-      slot.worker.on('message', onMessage);
-      slot.worker.once('exit', onExit);
-    });
+  private post(slot: Slot, message: ToVadWorker, transfer?: ArrayBuffer[]): void {
+    this.threads.post(slot.index, message, transfer);
   }
 
   private onMessage(slot: Slot, message: FromVadWorker): void {
-    if (message.type === 'ready') {
-      slot.ready = true;
-      this.runtime = `${message.runtime} × ${this.slots.length} worker threads`;
-      if (this.slots.every((s) => s.ready))
-        for (const waiter of this.readyWaiters.splice(0)) waiter.resolve();
-      return;
-    }
     if (message.type === 'probe') {
       const probe = slot.probes.get(message.id);
       slot.probes.delete(message.id);
@@ -416,7 +380,6 @@ export class VadWorkerPool implements DetectorSource {
   }
 
   private fail(slot: Slot, error: Error): void {
-    slot.ready = false;
     slot.opens = [];
     slot.pushes = [];
     slot.closes = [];
@@ -430,93 +393,5 @@ export class VadWorkerPool implements DetectorSource {
     const probes = [...slot.probes.values()];
     slot.probes.clear();
     for (const p of probes) p.reject(error);
-  }
-
-  private onExit(slot: Slot, code: number): void {
-    const index = this.slots.indexOf(slot);
-    const wasReady = slot.ready;
-    this.fail(slot, new VadWorkerError(`VAD worker exited with code ${code}`));
-    if (this.closed || index < 0) return;
-    this.stats.restarts++;
-    this.logger?.warn(
-      { code, worker: index },
-      'VAD worker exited: its calls hear no onset until their next audio reaches a new detector; starting a new one',
-    );
-    const replace = (): void => {
-      if (!this.closed && this.slots[index] === slot) this.slots[index] = this.spawn();
-    };
-    // One that died before it was ever ready (a model that does not load) is retried slowly.
-    if (wasReady) replace();
-    else setTimeout(replace, RETRY_DEAD_START_MS).unref();
-  }
-}
-
-/**
- * A call's detector in a VAD worker. Pushes resolve in order, with the onset the worker's detector
- * found; one its worker could not run (it died, or none was ready) resolves without an onset and is
- * counted in `stats.failed`: the caller then goes unheard until the stream's next push starts a fresh
- * detector on a ready worker. `reset()` starts a new stream (a fresh detector) and drops the old one
- * after the pushes it was given.
- */
-export class PooledDetector implements SpeechDetector {
-  readonly sampleRate: VadSampleRate;
-  readonly stats = { pushes: 0, failed: 0 };
-  private stream: number;
-  private readonly options: HostedDetectorOptions;
-  private readonly onTurnEnd: ((turn: SpeechTurn) => void) | undefined;
-  /** Bumped by reset() and close(): what pushes before it bring back is dropped. */
-  private epoch = 0;
-  private closed = false;
-
-  constructor(
-    private readonly pool: VadWorkerPool,
-    options: DetectorOptions,
-  ) {
-    // The clock stays behind (the worker's own times its windows), and the hook is called from here.
-    const { now: _now, onTurnEnd, ...rest } = options;
-    this.sampleRate = options.sampleRate;
-    this.onTurnEnd = onTurnEnd;
-    this.options = { ...rest, turns: onTurnEnd !== undefined };
-    this.stream = pool.openStream();
-  }
-
-  /** The pool's key for this detector's stream (it changes on `reset()`), for diagnostics. */
-  get streamId(): number {
-    return this.stream;
-  }
-
-  /** Not `async`: a call pushes fifty times a second, and each await is another promise on the event loop. */
-  push(samples: Int16Array, info: PushInfo): Promise<SpeechOnset | undefined> {
-    if (this.closed) return Promise.resolve(undefined);
-    if (info.reference && info.reference.length !== samples.length)
-      return Promise.reject(new RangeError('the reference must be as long as the samples'));
-    const epoch = this.epoch;
-    this.stats.pushes++;
-    return this.pool.push(this.stream, this.options, samples, info).then(
-      (outcome) => {
-        if (epoch !== this.epoch) return undefined;
-        for (const turn of outcome.turns) this.onTurnEnd?.(turn);
-        return outcome.onset;
-      },
-      (error: unknown) => {
-        if (!(error instanceof VadWorkerError)) throw error;
-        this.stats.failed++;
-        return undefined;
-      },
-    );
-  }
-
-  reset(): void {
-    if (this.closed) return;
-    this.epoch++;
-    this.pool.closeStream(this.stream);
-    this.stream = this.pool.openStream();
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.epoch++;
-    this.pool.closeStream(this.stream);
   }
 }

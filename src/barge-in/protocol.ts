@@ -67,5 +67,10 @@ export type ToVadWorker =
   /** Diagnostics: how many detectors the worker holds (after every message sent before). */
   | { type: 'probe'; id: number };
 
-export type FromVadWorker =
-  { type: 'ready'; runtime: string } | PushResults | { type: 'probe'; id: number; detectors: number };
+/** The worker's first message: its model is loaded and warmed up. */
+export interface VadWorkerReady {
+  type: 'ready';
+  runtime: string;
+}
+
+export type FromVadWorker = PushResults | { type: 'probe'; id: number; detectors: number };

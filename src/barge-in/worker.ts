@@ -24,6 +24,7 @@ import {
   type PushBatch,
   type PushResults,
   type ToVadWorker,
+  type VadWorkerReady,
 } from './protocol.js';
 import { SileroModel, SileroSession } from './silero.js';
 
@@ -85,7 +86,7 @@ let outErrors: PushResults['errors'] = [];
 let outSkipped = 0;
 let outInferences = 0;
 
-function post(message: FromVadWorker, transfer: ArrayBuffer[] = []): void {
+function post(message: FromVadWorker | VadWorkerReady, transfer: ArrayBuffer[] = []): void {
   port!.postMessage(message, transfer);
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { WorkerQueueFullError } from '../async/worker-pool.js';
 import { BodyTooLargeError, readBody } from '../http/http.js';
 import { DEFAULT_OUTPUT_FORMAT, FORMAT_INFO, isOutputFormat, type OutputFormat } from '../speech/formats.js';
 import {
@@ -179,6 +180,8 @@ export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRe
       deps.logger.debug({ requestId }, 'speech cancelled: client disconnected');
       return;
     }
+    if (error instanceof WorkerQueueFullError)
+      throw new ServiceHttpError(503, 'engine_busy', error.message, undefined, RETRY_AFTER_SECONDS);
     throw error;
   } finally {
     res.off('close', onClose);

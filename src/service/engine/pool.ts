@@ -1,8 +1,6 @@
-import { Worker } from 'node:worker_threads';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { AsyncQueue } from '../../async/queue.js';
+import { WorkerPool, type WorkerJob } from '../../async/worker-pool.js';
 import { compiledModule } from '../../paths.js';
 import type { EngineVoiceParams } from '../voices/params.js';
 import {
@@ -10,17 +8,10 @@ import {
   OUTPUT_SAMPLE_RATE,
   type FromWorker,
   type SynthJob,
+  type ToWorker,
   type WordTiming,
 } from './protocol.js';
 import { pieceOffsets, splitForEngine } from './sentences.js';
-
-/** The worker runs compiled JavaScript, also when this file runs from source under the test runner. */
-function workerUrl(): URL {
-  const url = compiledModule('service/engine/worker.js');
-  if (!existsSync(fileURLToPath(url)))
-    throw new Error(`engine worker ${fileURLToPath(url)} is missing: run \`npm run build\` first`);
-  return url;
-}
 
 export class EngineError extends Error {
   override readonly name = 'EngineError';
@@ -33,20 +24,25 @@ export class EngineError extends Error {
  * broken, not slow, and is failed.
  */
 const MAX_QUEUED_CHUNKS = 1024;
+/**
+ * Pieces waiting for a worker, at most. A request waits with one piece at a time, so this is a bound on
+ * requests waiting: above the server's default connection cap (4000), and past it a request is refused
+ * (`WorkerQueueFullError`, a 503) rather than queued behind a backlog nobody will hear in time.
+ */
+const MAX_QUEUED_JOBS = 4096;
 
 /** Words of one `words` message, in the piece's own positions and times. */
 interface WordBatch {
   readonly words: readonly WordTiming[];
 }
 
-interface Job {
+interface Job extends WorkerJob<ToWorker, FromWorker> {
   readonly message: SynthJob;
   /**
    * Audio of the job, and its word timings when asked for (each batch ahead of the audio it came
    * with), pulled by its consumer; closed (with the error, if any) when the job ends.
    */
   readonly chunks: AsyncQueue<Int16Array | WordBatch>;
-  slot: Slot | undefined;
 }
 
 /** A chunk of speech and the words whose timings the engine finished with it. */
@@ -57,13 +53,6 @@ export interface TimedAudio {
 }
 
 const NO_SAMPLES = new Int16Array(0);
-
-interface Slot {
-  worker: Worker;
-  readonly cancel: Int32Array;
-  job: Job | undefined;
-  ready: boolean;
-}
 
 export interface EnginePoolOptions {
   /** Worker threads, one engine each. */
@@ -77,26 +66,31 @@ export interface EnginePoolOptions {
  * request jumps the queue, so a new request gets its first audio quickly even under load.
  */
 export class EnginePool {
-  private readonly slots: Slot[] = [];
-  private readonly firstPieces: Job[] = [];
-  private readonly laterPieces: Job[] = [];
   private nextJobId = 1;
   /** Jobs finished by the engine, and jobs stopped part-way because nobody wanted them any more. */
   readonly stats = { completed: 0, cancelled: 0 };
-  private closed = false;
-  private readonly logger: Logger | undefined;
-  private readonly url = workerUrl();
 
-  private constructor(options: EnginePoolOptions) {
-    this.logger = options.logger;
-  }
+  private constructor(
+    private readonly workers: WorkerPool<ToWorker, FromWorker>,
+    /** Each worker's cancel slot (protocol.ts), by its slot in `workers`. */
+    private readonly cancels: readonly Int32Array[],
+  ) {}
 
   /** Starts the workers and warms each engine (the first synthesis of a process is slow). */
   static async start(options: EnginePoolOptions): Promise<EnginePool> {
-    const pool = new EnginePool(options);
     const count = Math.max(1, options.workers);
-    for (let i = 0; i < count; i++) pool.slots.push(pool.spawn());
-    await Promise.all(pool.slots.map((slot) => pool.whenReady(slot)));
+    const cancels = Array.from({ length: count }, () => new Int32Array(new SharedArrayBuffer(4)));
+    const workers = await WorkerPool.start<ToWorker, FromWorker>({
+      // The worker runs compiled JavaScript, also when this file runs from source under the test runner.
+      module: compiledModule('service/engine/worker.js'),
+      name: 'engine worker',
+      workers: count,
+      // A replacement shares its slot's cancel word: job ids are never reused, so none is stale.
+      workerData: (slot) => ({ cancel: cancels[slot]!.buffer }),
+      maxQueuedJobs: MAX_QUEUED_JOBS,
+      logger: options.logger,
+    });
+    const pool = new EnginePool(workers, cancels);
     const warmVoice: EngineVoiceParams = {
       language: 'en-us',
       variant: 'm3',
@@ -104,23 +98,28 @@ export class EnginePool {
       range: 50,
       rateWpm: 175,
     };
-    await Promise.all(
-      pool.slots.map(async () => {
-        for await (const _ of pool.synthesize('Warming up.', warmVoice, AbortSignal.timeout(30_000))) {
-          /* discard */
-        }
-      }),
-    );
+    try {
+      await Promise.all(
+        cancels.map(async () => {
+          for await (const _ of pool.synthesize('Warming up.', warmVoice, AbortSignal.timeout(30_000))) {
+            /* discard */
+          }
+        }),
+      );
+    } catch (error) {
+      await pool.close();
+      throw error;
+    }
     return pool;
   }
 
   /** Jobs waiting for a worker: the local engine's queue depth. */
   get queueDepth(): number {
-    return this.firstPieces.length + this.laterPieces.length;
+    return this.workers.queued;
   }
 
   get workerCount(): number {
-    return this.slots.length;
+    return this.workers.size;
   }
 
   /** Speech for `text` as 24 kHz mono chunks, piece by piece. Aborting stops synthesis within a chunk. */
@@ -192,120 +191,54 @@ export class EnginePool {
     }
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const error = new EngineError('engine pool closed');
-    for (const job of [...this.firstPieces, ...this.laterPieces]) job.chunks.close(error);
-    this.firstPieces.length = 0;
-    this.laterPieces.length = 0;
-    await Promise.all(this.slots.map((slot) => slot.worker.terminate()));
+  /** Stops the workers: jobs queued or running fail with `WorkerPoolClosedError`. */
+  close(): Promise<void> {
+    return this.workers.close();
   }
 
-  private spawn(): Slot {
-    const shared = new SharedArrayBuffer(4);
-    const slot: Slot = {
-      worker: undefined as unknown as Worker,
-      cancel: new Int32Array(shared),
-      job: undefined,
-      ready: false,
+  /** Queues one piece (the first of a request ahead of the others). */
+  private enqueue(text: string, voice: EngineVoiceParams, first: boolean, timings: boolean): Job {
+    const chunks = new AsyncQueue<Int16Array | WordBatch>(
+      // At most one batch of words per chunk of audio, and one more at the end.
+      timings ? 2 * MAX_QUEUED_CHUNKS + 1 : MAX_QUEUED_CHUNKS,
+    );
+    const job: Job = {
+      message: { type: 'synth', jobId: this.nextJobId++, text, voice, timings },
+      chunks,
+      onMessage: (message, slot) => this.onMessage(job, message, slot),
+      onFail: (error) => chunks.close(error),
     };
-    const worker = new Worker(this.url, { workerData: { cancel: shared } });
-    slot.worker = worker;
-    worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
-    worker.on('error', (error) => this.logger?.error({ err: error }, 'engine worker failed'));
-    worker.on('exit', (code) => this.onExit(slot, code));
-    return slot;
+    this.workers.submit(job, first);
+    return job;
   }
 
-  private whenReady(slot: Slot): Promise<void> {
-    if (slot.ready) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const onMessage = (m: FromWorker): void => {
-        if (m.type !== 'ready') return;
-        slot.worker.off('exit', onExit);
-        slot.worker.off('message', onMessage);
-        resolve();
-      };
-      const onExit = (code: number): void =>
-        reject(new EngineError(`engine worker exited with code ${code} while starting`));
-      slot.worker.on('message', onMessage);
-      slot.worker.once('exit', onExit);
-    });
-  }
-
-  private onMessage(slot: Slot, message: FromWorker): void {
-    if (message.type === 'ready') {
-      slot.ready = true;
-      this.dispatch();
-      return;
-    }
-    const job = slot.job;
-    if (!job || job.message.jobId !== message.jobId) return; // a cancelled job's late chunk
+  /** A message of the worker running `job`: true when it ends the job. */
+  private onMessage(job: Job, message: FromWorker, slot: number): boolean {
+    const { jobId } = job.message;
+    if (message.jobId !== jobId) return false; // a cancelled job's late chunk
     if (message.type === 'audio' || message.type === 'words') {
       if (!job.chunks.tryPush(message.type === 'audio' ? message.samples : { words: message.words })) {
-        job.chunks.close(
-          new EngineError(`job ${job.message.jobId} produced more than ${MAX_QUEUED_CHUNKS} chunks`),
-        );
-        Atomics.store(slot.cancel, CANCEL_SLOT, job.message.jobId);
+        job.chunks.close(new EngineError(`job ${jobId} produced more than ${MAX_QUEUED_CHUNKS} chunks`));
+        Atomics.store(this.cancels[slot]!, CANCEL_SLOT, jobId);
       }
-      return;
+      return false;
     }
-    slot.job = undefined;
-    job.slot = undefined;
     if (message.type === 'failed') job.chunks.close(new EngineError(`synthesis failed: ${message.message}`));
     else {
       if (message.cancelled) this.stats.cancelled++;
       else this.stats.completed++;
       job.chunks.close();
     }
-    this.dispatch();
-  }
-
-  private onExit(slot: Slot, code: number): void {
-    const job = slot.job;
-    slot.job = undefined;
-    slot.ready = false;
-    job?.chunks.close(new EngineError(`engine worker exited with code ${code}`));
-    if (this.closed) return;
-    this.logger?.warn({ code }, 'engine worker exited; starting a new one');
-    const index = this.slots.indexOf(slot);
-    if (index >= 0) this.slots[index] = this.spawn();
-  }
-
-  private enqueue(text: string, voice: EngineVoiceParams, first: boolean, timings: boolean): Job {
-    if (this.closed) throw new EngineError('engine pool closed');
-    const job: Job = {
-      message: { type: 'synth', jobId: this.nextJobId++, text, voice, timings },
-      // At most one batch of words per chunk of audio, and one more at the end.
-      chunks: new AsyncQueue<Int16Array | WordBatch>(timings ? 2 * MAX_QUEUED_CHUNKS + 1 : MAX_QUEUED_CHUNKS),
-      slot: undefined,
-    };
-    (first ? this.firstPieces : this.laterPieces).push(job);
-    this.dispatch();
-    return job;
+    return true;
   }
 
   private cancel(job: Job): void {
-    for (const queue of [this.firstPieces, this.laterPieces]) {
-      const i = queue.indexOf(job);
-      if (i >= 0) {
-        queue.splice(i, 1);
-        this.stats.cancelled++;
-        job.chunks.close();
-        return;
-      }
+    if (this.workers.cancel(job)) {
+      this.stats.cancelled++;
+      job.chunks.close();
+      return;
     }
-    if (job.slot) Atomics.store(job.slot.cancel, CANCEL_SLOT, job.message.jobId);
-  }
-
-  private dispatch(): void {
-    for (const slot of this.slots) {
-      if (!slot.ready || slot.job) continue;
-      const job = this.firstPieces.shift() ?? this.laterPieces.shift();
-      if (!job) return;
-      slot.job = job;
-      job.slot = slot;
-      slot.worker.postMessage(job.message);
-    }
+    const slot = this.workers.slotOf(job);
+    if (slot !== undefined) Atomics.store(this.cancels[slot]!, CANCEL_SLOT, job.message.jobId);
   }
 }

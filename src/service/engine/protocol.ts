@@ -27,8 +27,8 @@ export interface WordTiming {
 
 export type ToWorker = SynthJob;
 
+/** A job's messages; the worker's first message, before any job, is `{ type: 'ready' }`. */
 export type FromWorker =
-  | { readonly type: 'ready' }
   | { readonly type: 'audio'; readonly jobId: number; readonly samples: Int16Array }
   /**
    * Words the engine finished (their sound and the pause after them) in the callback that also produced

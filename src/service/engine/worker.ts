@@ -24,7 +24,7 @@ const cancel = new Int32Array((workerData as { cancel: SharedArrayBuffer }).canc
 const engine = new (await Init()).eSpeakNGWorker();
 const resampler = new Resampler({ inputRate: ENGINE_SAMPLE_RATE, outputRate: OUTPUT_SAMPLE_RATE });
 
-function post(message: FromWorker): void {
+function post(message: FromWorker | { type: 'ready' }): void {
   if (message.type === 'audio') port!.postMessage(message, [message.samples.buffer as ArrayBuffer]);
   else port!.postMessage(message);
 }

@@ -3,7 +3,7 @@
  * which would otherwise stall every stream the server is playing.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { parseWav } from '../../audio/wav.js';
 import { analyzeSpeech, type SpeechAnalysis } from './analyze.js';
 import { decodeSample, UnsupportedSampleError } from './decode.js';
@@ -12,6 +12,7 @@ import { decodeSample, UnsupportedSampleError } from './decode.js';
 const PROBE_BYTES = 1024 * 1024;
 
 export interface AnalyzeRequest {
+  type: 'analyze';
   /** Samples on disk, read here one at a time: the uploads never pass through the main thread's memory. */
   files: Array<{ fileName: string; mimeType: string; path: string }>;
   /** Only the start of a long sample is analysed: pitch and pace show within a minute. */
@@ -19,7 +20,11 @@ export interface AnalyzeRequest {
 }
 
 export type AnalyzeResponse =
-  { ok: true; analyses: SpeechAnalysis[] } | { ok: false; unsupported: boolean; message: string };
+  | { type: 'analyses'; analyses: SpeechAnalysis[] }
+  /** `unsupported`: audio it cannot read (a 400); `failed`: anything else. */
+  | { type: 'unsupported' | 'failed'; message: string };
+
+export type FromAnalyzeWorker = { type: 'ready' } | AnalyzeResponse;
 
 async function readAt(handle: FileHandle, into: Buffer, from: number): Promise<void> {
   for (let done = from; done < into.length;) {
@@ -72,13 +77,16 @@ async function run(request: AnalyzeRequest): Promise<AnalyzeResponse> {
       analyses.push(analyzeSpeech(decoded.samples.subarray(0, limit), decoded.sampleRate));
     } catch (error) {
       return {
-        ok: false,
-        unsupported: error instanceof UnsupportedSampleError,
+        type: error instanceof UnsupportedSampleError ? 'unsupported' : 'failed',
         message: error instanceof Error ? error.message : String(error),
       };
     }
   }
-  return { ok: true, analyses };
+  return { type: 'analyses', analyses };
 }
 
-parentPort!.postMessage(await run(workerData as AnalyzeRequest));
+const port = parentPort;
+if (!port) throw new Error('the voice analysis worker must run in a worker thread');
+const post = (message: FromAnalyzeWorker): void => port.postMessage(message);
+port.on('message', (request: AnalyzeRequest) => void run(request).then(post));
+post({ type: 'ready' });
