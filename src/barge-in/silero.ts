@@ -1,14 +1,13 @@
 /**
  * Silero VAD v5 (MIT), run with onnxruntime-web's WASM backend on one thread. Chosen over
- * onnxruntime-node, which gives the same probabilities (within 6e-7) 2–2.5× faster, because
- * onnxruntime-node's install script downloads CUDA libraries from NuGet on Linux x64 (so a plain
- * `npm ci` fails offline) and installs ~290 MB against ~140 MB; here one window costs ≈ 0.2 ms (8 kHz)
- * to 0.3 ms (16 kHz), and Silero only runs while the energy gate is open. The model file ships inside
- * `@ricky0123/vad-web` (ISC; the model MIT) and is read from node_modules: nothing is fetched at run
- * time.
+ * onnxruntime-node, which gives the same probabilities faster, because onnxruntime-node's install
+ * script downloads CUDA libraries from NuGet on Linux x64 (so a plain `npm ci` fails offline) and
+ * installs much more; Silero only runs while the energy gate is open (docs/calls.md, _Barge-in_, has
+ * the figures). The model file ships inside `@ricky0123/vad-web` (ISC; the model MIT) and is read from
+ * node_modules: nothing is fetched at run time.
  *
  * One `SileroModel` per thread: the main thread's (`SileroModel.load`), or each VAD worker's, where
- * whole detectors run (`startVadWorkers`, vad/pool.ts); each call gets a `SileroStream` with its own
+ * whole detectors run (`startVadWorkers`, pool.ts); each call gets a `SileroStream` with its own
  * recurrent state and context. v5 needs each window prefixed with the previous window's last samples (32 at 8 kHz, 64 at
  * 16 kHz): without that context its recall at 8 kHz collapses.
  */
@@ -17,8 +16,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { InferenceSession, Tensor } from 'onnxruntime-web';
 import { EchoEstimator, type EchoVerdict } from './echo.js';
+import type { VadSampleRate } from './sample-rate.js';
 
-export type VadSampleRate = 8000 | 16_000;
+export type { VadSampleRate } from './sample-rate.js';
 
 /** Samples per window and of context before it, per rate (Silero v5's fixed sizes). */
 const WINDOW: Readonly<Record<VadSampleRate, { samples: number; context: number }>> = {
@@ -28,7 +28,7 @@ const WINDOW: Readonly<Record<VadSampleRate, { samples: number; context: number 
 const STATE_SHAPE = [2, 1, 128];
 const STATE_SIZE = 2 * 1 * 128;
 const INT16_SCALE = 1 / 32768;
-/** Inferences run at load, so that the first calls do not pay for V8's tier-up (≈ 0.3 s). */
+/** Inferences run at load, so that the first calls do not pay for V8's tier-up. */
 const WARMUP_WINDOWS = 200;
 
 type Ort = typeof import('onnxruntime-web');
@@ -78,8 +78,8 @@ export interface SileroResult {
 export class SileroSession implements SileroRunner {
   readonly runtime: string;
   /**
-   * Runs are serialised: one WASM instance, one inference at a time. (Concurrent `run()`s with
-   * separate state tensors measured identical to sequential ones, but nothing would be gained.)
+   * Runs are serialised: one WASM instance, one inference at a time (concurrent `run()`s with separate
+   * state tensors gain nothing).
    */
   private chain: Promise<unknown> = Promise.resolve();
   private readonly rates = new Map<VadSampleRate, Tensor>();
@@ -94,7 +94,7 @@ export class SileroSession implements SileroRunner {
     this.runtime = `onnxruntime-web ${ort.env.versions.web ?? '?'} (WASM, 1 thread)`;
   }
 
-  /** Loads the model (≈ 0.3 s) and runs it a little (see `warmUp`). */
+  /** Loads the model and runs it a little (see `warmUp`). */
   static async create(warmupWindows = WARMUP_WINDOWS): Promise<SileroSession> {
     const ort = await import('onnxruntime-web');
     // One thread: the process has other work, and calls run their windows one after another anyway.
@@ -109,8 +109,8 @@ export class SileroSession implements SileroRunner {
 
   /**
    * Runs the model on `windows` windows of a tone, less those it already ran. V8 compiles the WASM
-   * engine's hot code in the background after its first runs, and until then an inference costs 5–10×
-   * more (≈ 1.5 ms instead of 0.25 ms).
+   * engine's hot code in the background after its first runs, and until then an inference costs
+   * several times more.
    */
   async warmUp(windows: number): Promise<void> {
     const { samples, context } = WINDOW[8000];
@@ -185,7 +185,7 @@ export class SileroModel {
   }
 
   /**
-   * The process's in-thread model, loaded on the first call (≈ 0.3 s) and shared by every later one:
+   * The process's in-thread model, loaded on the first call and shared by every later one:
    * one session serves all calls, each with its own `SileroStream`. (`startVadWorkers` runs the calls'
    * detectors off the event loop instead, each worker with a model of its own.)
    */
