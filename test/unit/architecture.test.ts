@@ -2,7 +2,9 @@
  * The layers of docs/architecture.md, enforced: a module imports only from its own folder or from a
  * layer below it. Siblings on one layer do not import each other (the calls adapter does not reach into
  * Discord, the speech service does not reach into the calls), so each can be read, tested and replaced
- * alone. A new top-level folder must be given a layer here before it can import anything.
+ * alone. A new top-level folder must be given a layer here before it can import anything. Inside a
+ * unit, modules may import one another, but never in a circle: a cycle means two modules that cannot be
+ * read (or loaded) one before the other.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -86,4 +88,59 @@ describe('the layers', () => {
       .map((e) => `${e.from} → ${e.to}`);
     expect(wrong).toEqual([]);
   });
+
+  it('has no import cycle, inside a unit or across units', () => {
+    expect(cycles(all)).toEqual([]);
+  });
+
+  it('finds a cycle when there is one', () => {
+    const made: Edge[] = [
+      { from: 'src/x/a.ts', to: 'src/x/b.ts' },
+      { from: 'src/x/b.ts', to: 'src/x/c.ts' },
+      { from: 'src/x/c.ts', to: 'src/x/a.ts' },
+      { from: 'src/x/c.ts', to: 'src/x/d.ts' },
+    ];
+    expect(cycles(made)).toEqual(['src/x/a.ts ⇄ src/x/b.ts ⇄ src/x/c.ts']);
+    expect(cycles(made.slice(0, 2))).toEqual([]);
+  });
 });
+
+/**
+ * Every import cycle, each named once by the modules in it (in name order): the strongly connected
+ * components of the import graph (Tarjan's algorithm) with more than one module, or a module that
+ * imports itself.
+ */
+function cycles(edges: readonly Edge[]): string[] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) {
+    if (!next.has(e.from)) next.set(e.from, []);
+    next.get(e.from)!.push(e.to);
+  }
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      onStack.delete(w);
+      component.push(w);
+      if (w === v) break;
+    }
+    if (component.length > 1 || (next.get(v) ?? []).includes(v)) found.push(component.sort().join(' ⇄ '));
+  };
+  for (const v of [...next.keys()].sort()) if (!index.has(v)) visit(v);
+  return found.sort();
+}
