@@ -1,3 +1,4 @@
+// Over 450 lines: the whole gateway side of the talkers benchmark, in its own process.
 /**
  * The gateway side of the talkers benchmark (bench/talkers.ts), in its own process: N Twilio-protocol
  * calls whose callers are on real lines. Every caller sends 20 ms of audio every 20 ms (each call at

@@ -1,3 +1,4 @@
+// Over 450 lines: one benchmark's phases, sweep and table, around the child process in talker-client.ts.
 /**
  * Phone calls under load with real callers (`npm run bench -- talkers [N…] | talkers sweep [from] [to]`):
  * N Twilio-protocol calls on loopback (the gateways in a child process, bench/talker-client.ts; the

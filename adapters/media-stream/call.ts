@@ -1,3 +1,4 @@
+// Over 450 lines: the state machine of one connection, from the start message to the end, reads best whole.
 /**
  * One phone call: `Call`, its options, its states and its events. (Just over 400 lines on purpose: the
  * state machine of one connection, from the start message to the end, reads best whole; its other jobs

@@ -1,3 +1,4 @@
+// Over 450 lines: one algorithm: the exchange, its barycentric interpolation and the extremal search.
 /**
  * Equiripple (minimax) design of linear-phase FIR filters by the Remez exchange algorithm.
  * (Over 400 lines on purpose: one algorithm — the exchange, its barycentric interpolation and the

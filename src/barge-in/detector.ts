@@ -1,3 +1,4 @@
+// Over 450 lines: one call's window-by-window decision (gate, suppressor, Silero, echo verdict, runs, turns) reads best whole; its parts live beside it.
 /**
  * Finds where a caller starts talking, for barge-in: the energy gate decides which windows deserve a
  * look, Silero decides whether they are speech (hearing them through the noise suppressor, which keeps

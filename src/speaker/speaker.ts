@@ -1,3 +1,4 @@
+// Over 450 lines: the queue, barge-in and the producer and sender of one listener share the utterance states and the epoch.
 import { EventEmitter } from 'node:events';
 import type { SpeechVoiceSettings } from '../speech/client.js';
 import { systemClock, type Clock } from './clock.js';

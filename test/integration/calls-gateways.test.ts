@@ -1,3 +1,4 @@
+// Over 450 lines: one table of six gateways run through the same end-to-end checks, sharing one app.
 /**
  * Phone calls over the six gateways besides Twilio, end to end: for each, a fake gateway written from
  * the vendor's docs (a real ws client that plays out at real time, returns marks by the vendor's rules

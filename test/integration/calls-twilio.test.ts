@@ -1,3 +1,4 @@
+// Over 450 lines: one app and one fake Twilio set up once for every scenario of a call.
 /**
  * Phone calls over Twilio's media-stream protocol, end to end: a fake Twilio (a real ws client that
  * plays out at real time and returns marks by Twilio's rules) against the real app with the local

@@ -1,3 +1,4 @@
+// Over 450 lines: one cluster (Redis, three instances, an attacker) set up once for every trust scenario.
 /**
  * What an instance trusts of its registry, on a real Redis with real instances (`npm start`'s process)
  * and an attacker's HTTP server on loopback: anyone with write access to Redis can add an instance

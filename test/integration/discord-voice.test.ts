@@ -1,3 +1,4 @@
+// Over 450 lines: one fake voice server and its members set up once for every scenario.
 /**
  * Discord voice end to end with no Discord account: the real `@discordjs/voice` connection
  * (`joinVoiceChannel`, `AudioPlayer`, `VoiceReceiver`) against a fake voice server on loopback that

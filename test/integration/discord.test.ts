@@ -1,3 +1,4 @@
+// Over 450 lines: one fake Discord (gateway, voice server, REST) set up once for every scenario of a guild.
 /**
  * Discord voice end to end, with no Discord account: the real `@discordjs/voice` connection connects
  * to a fake voice server on loopback (TLS WebSocket + UDP, the real protocol), and the guild's speaker

@@ -1,3 +1,4 @@
+// Over 450 lines: one local service set up once for every endpoint and format.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

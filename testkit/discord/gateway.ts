@@ -1,3 +1,4 @@
+// Over 450 lines: one fake of Discord's gateway and the REST routes a bot uses, sharing one session.
 /**
  * A fake of Discord's main gateway (API v10, JSON, no compression) and of the REST routes a bot uses,
  * on loopback, so a real discord.js `Client` logs in with no Discord account: `new Client({ rest: {

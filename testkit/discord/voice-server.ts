@@ -1,3 +1,4 @@
+// Over 450 lines: one protocol peer, whose WebSocket and UDP halves share a session's keys and sequence numbers.
 /**
  * (Over 400 lines on purpose: one protocol peer, whose WebSocket and UDP halves share a session's keys
  * and sequence numbers.)

@@ -1,3 +1,4 @@
+// Over 450 lines: one set of synthetic echo lines built once for every estimator check end to end.
 /**
  * Echo-aware barge-in on deterministic synthetic lines: the bot's speech (the engine's, at −20 dBFS)
  * echoed back through a known path (delay, loss, a short impulse response, mu-law, line noise), the

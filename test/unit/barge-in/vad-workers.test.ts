@@ -1,3 +1,4 @@
+// Over 450 lines: one pool of VAD workers and one corpus shared by every check against the in-thread detector.
 /**
  * Detectors in worker threads (src/barge-in/pool.ts): a call's detector runs whole in one worker, its
  * Silero state and echo estimator beside it, and finds what the same detector finds in this thread,

@@ -1,3 +1,4 @@
+// Over 450 lines: one corpus of voices and lines generated once for every detector check.
 /**
  * The barge-in detector on real speech (eSpeak: seven voices, pitches and speaking rates) in white and
  * pink line noise, and on ten minutes of a line where nobody talks (noise, hum, DTMF, clicks, pops,

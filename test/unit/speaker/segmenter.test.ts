@@ -1,3 +1,4 @@
+// Over 450 lines: one table of segmentation cases for text and token streams.
 import { describe, expect, it } from 'vitest';
 import { segmentStream, segmentText, type Segment } from '../../../src/speaker/segmenter.js';
 import { TEXT_MAX_CHARS, textLength } from '../../../src/speech/limits.js';

@@ -1,0 +1,80 @@
+/**
+ * What a ConversationRelay session needs of the call or guild it runs on (the `RelayHost` port), how it
+ * is set up, how it ends, and the bounds of what an app may make it hold.
+ */
+import type { Interruptible, RelayExtension } from '../protocols/conversation-relay.js';
+import type { InterruptResult, UtteranceHandle } from '../speaker/speaker.js';
+
+export interface RelaySettings {
+  /** The app's WebSocket URL (ws: or wss:). */
+  url: string;
+  /** Sent on the WebSocket upgrade (e.g. the app's own Authorization). */
+  headers: Readonly<Record<string, string>>;
+  /** Spoken when the session starts, before the app says anything. */
+  welcome: string | undefined;
+  /** Who may cut the welcome; default `interruptible`. */
+  welcomeInterruptible: Interruptible | undefined;
+  /** Who may cut the app's speech unless a `text` says otherwise. */
+  interruptible: Interruptible;
+  /** Whether key presses go to the app as `dtmf`. */
+  dtmf: boolean;
+  /** Voice of the app's speech; default the host's. */
+  voiceId: string | undefined;
+  /** How long the app's socket may take to open (ms). */
+  connectTimeoutMs: number;
+  /** What the app may send and have held for it; default `RELAY_LIMITS`. */
+  limits?: Partial<RelayLimits> | undefined;
+}
+
+/** The fields of `setup` that come from the host. */
+export interface RelaySetup {
+  callSid: string;
+  from: string;
+  to: string;
+  direction: string;
+  callType: string;
+  customParameters: Record<string, string>;
+  voxbridge: RelayExtension;
+}
+
+/** What a session needs of the call or guild it runs on. */
+export interface RelayHost {
+  readonly setup: RelaySetup;
+  /** Speaks a stream of text; `interruptible`: whether the caller's voice may cut it. */
+  say(
+    text: AsyncIterable<string>,
+    options: { interruptible: boolean; voiceId?: string | undefined },
+  ): UtteranceHandle;
+  /** Cuts what plays now, whatever it is (a preempted talk cycle, a key press that may cut it). */
+  interrupt(): InterruptResult;
+  /** Sends DTMF to the far end (a call plays the tones in-band); undefined where it cannot. */
+  readonly sendDigits?: ((digits: string) => Promise<void>) | undefined;
+}
+
+export type RelayOutcome =
+  | { reason: 'end'; handoffData: string | undefined }
+  | { reason: 'closed'; detail: string }
+  | { reason: 'host-ended' };
+
+/**
+ * What an app may send and have voxbridge hold for it. An LLM streaming its answer sends tens of
+ * tokens a second, one talk cycle at a time; past these the app gets an `error` (or, for its rate and
+ * an unread socket, its socket closed), and the call goes on.
+ */
+export const RELAY_LIMITS = {
+  /** Messages a second from the app, on average... */
+  messagesPerSecond: 200,
+  /** ...and at once (after a pause, or a busy event loop). Past it: closed, 1008. */
+  messageBurst: 400,
+  /** Characters of one talk cycle (as much as one `say`): the rest of it is dropped, with an `error`. */
+  cycleChars: 100_000,
+  /** Talk cycles queued or speaking at once: a new one past it is refused, with an `error`. */
+  cycles: 8,
+  /** Keys of `sendDigits` waiting to be played (one message's worth): more is refused, with an `error`. */
+  pendingDigits: 64,
+  /** Bytes of ours the app has not read: past it the app is not reading, and its socket is closed (1008). */
+  unreadBytes: 1024 * 1024,
+  /** A socket closed for misbehaving gets this long to answer the close, then it is cut. */
+  closeGraceMs: 1000,
+} as const;
+export type RelayLimits = { readonly [K in keyof typeof RELAY_LIMITS]: number };
