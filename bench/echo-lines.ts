@@ -19,7 +19,7 @@ import {
 } from '../src/protocols/twilio-caller.js';
 import { resampleWhole } from '../src/audio/resampler.js';
 import { espeakSpeech } from '../testkit/audio.js';
-import { EchoingCaller, atLevel, type EchoPath } from '../testkit/echo-line.js';
+import { EchoingCaller, atLevel, type EchoPath, ECHO_PATHS, LINE_NOISES_DBFS } from '../testkit/echo-line.js';
 import { speechBounds, UTTERANCES, VOICES } from '../testkit/vad-audio.js';
 import { startBenchApp, type BenchApp } from './app.js';
 import { fmt, percentile, printTable } from './stats.js';
@@ -31,16 +31,6 @@ const REPLY =
   'Thank you for waiting. I will now read you the full terms of your booking, so please listen carefully. '.repeat(
     30,
   );
-const PATHS: ReadonlyArray<EchoPath | undefined> = [
-  { delayMs: 40, erlDb: 6 },
-  { delayMs: 300, erlDb: 6 },
-  { delayMs: 150, erlDb: 12 },
-  { delayMs: 80, erlDb: 20 },
-  { delayMs: 250, erlDb: 30 },
-  undefined,
-];
-/** Line noise (dBFS) against the caller's −20 dBFS: none, 20 dB and 10 dB SNR. */
-const NOISES: ReadonlyArray<number | undefined> = [undefined, -40, -30];
 
 interface Line {
   path: EchoPath | undefined;
@@ -283,7 +273,9 @@ export async function benchEchoLines(): Promise<void> {
       return { samples, onset: speechBounds(samples).onset };
     }),
   );
-  const all: Line[] = NOISES.flatMap((noiseDbfs) => PATHS.map((path) => ({ path, noiseDbfs })));
+  const all: Line[] = LINE_NOISES_DBFS.flatMap((noiseDbfs) =>
+    ECHO_PATHS.map((path) => ({ path, noiseDbfs })),
+  );
   const only = process.env['ECHO_LINES'];
   const lines = only ? only.split(',').map((i) => all[Number(i)]!) : all;
   const withEcho = await runLines(true, lines, speech);
@@ -291,7 +283,7 @@ export async function benchEchoLines(): Promise<void> {
   const groups: Array<[string, (r: LineResult) => boolean]> = [
     ['lines with echo', (r) => r.line.path !== undefined],
     ['lines without echo', (r) => r.line.path === undefined],
-    ...NOISES.map((n): [string, (r: LineResult) => boolean] => [
+    ...LINE_NOISES_DBFS.map((n): [string, (r: LineResult) => boolean] => [
       `  with echo, ${n === undefined ? 'no noise' : `${-20 - n} dB SNR`}`,
       (r) => r.line.path !== undefined && r.line.noiseDbfs === n,
     ]),

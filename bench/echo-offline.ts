@@ -38,7 +38,7 @@ import {
   type VadSampleRate,
 } from '../src/barge-in/silero.js';
 import { espeakSpeech } from '../testkit/audio.js';
-import { atLevel, EchoLine, type EchoPath } from '../testkit/echo-line.js';
+import { atLevel, EchoLine, ECHO_PATHS, LINE_NOISES_DBFS } from '../testkit/echo-line.js';
 import {
   botTrack,
   placedOff,
@@ -70,16 +70,6 @@ const PLACEMENT_MS = 30;
 /** The reference is placed afresh this long after a gap in the far end's playout (ms). */
 const GAP_SEEN_AFTER_MS = 1500;
 
-const PATHS: ReadonlyArray<EchoPath | undefined> = [
-  { delayMs: 40, erlDb: 6 },
-  { delayMs: 300, erlDb: 6 },
-  { delayMs: 150, erlDb: 12 },
-  { delayMs: 80, erlDb: 20 },
-  { delayMs: 250, erlDb: 30 },
-  undefined,
-];
-/** Line noise (dBFS) against the −20 dBFS speech: none, 20 dB and 10 dB SNR. */
-const NOISES: ReadonlyArray<number | undefined> = [undefined, -40, -30];
 const BOT_LINES = [
   'Hello, and thank you for calling. This is a demonstration of live speech over a phone line.',
   'You can interrupt me at any moment simply by speaking, and I will stop and listen.',
@@ -317,9 +307,9 @@ export async function benchEchoOffline(): Promise<void> {
   );
   const runner = new RecordingRunner(await SileroSession.create());
   const model = new SileroModel(runner);
-  const all: Line[] = NOISES.flatMap((noiseDbfs) => PATHS.map((path) => ({ path, noiseDbfs }))).map(
-    (l, index) => ({ ...l, index }),
-  );
+  const all: Line[] = LINE_NOISES_DBFS.flatMap((noiseDbfs) =>
+    ECHO_PATHS.map((path) => ({ path, noiseDbfs })),
+  ).map((l, index) => ({ ...l, index }));
   const only = process.env['ECHO_OFFLINE_LINES'];
   const lines = only ? only.split(',').map((i) => all[Number(i)]!) : all;
   const results: LineResult[] = [];
@@ -330,7 +320,7 @@ export async function benchEchoOffline(): Promise<void> {
     talkFromMs: TALK_FROM_MS,
     talkOvers: TALK_OVERS,
     earlyCalls: EARLY_CALLS,
-    noises: NOISES,
+    noises: LINE_NOISES_DBFS,
     verdictDigest: runner.verdicts.digest('hex'),
   });
   const cpu = process.cpuUsage(cpu0);

@@ -12,6 +12,7 @@ import { once } from 'node:events';
 import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { App } from '../src/app/app.js';
+import { parseServerMessage, TwilioCallerMessages, twilioSid } from '../src/protocols/twilio-caller.js';
 import { startBenchApp } from './app.js';
 import { fmt, printTable } from './stats.js';
 
@@ -27,62 +28,45 @@ type Attack = (socket: WebSocket) => void;
 /** A Twilio-protocol call: sends a caller's quiet line every 20 ms, notes when each media message comes. */
 class TwilioCall {
   readonly ws: WebSocket;
-  readonly callSid = `CA${Math.random().toString(16).slice(2).padEnd(32, '0').slice(0, 32)}`;
-  readonly streamSid = `MZ${Math.random().toString(16).slice(2).padEnd(32, '0').slice(0, 32)}`;
+  readonly messages: TwilioCallerMessages;
   lastMediaAt: number | undefined;
   maxGapMs = 0;
-  private seq = 0;
-  private inboundMs = 0;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(url: string, parameters: Record<string, string> = {}) {
+    this.messages = new TwilioCallerMessages(
+      { callSid: twilioSid('CA'), streamSid: twilioSid('MZ') },
+      parameters,
+    );
     this.ws = new WebSocket(url);
     this.ws.on('message', (data: Buffer) => {
-      const m = JSON.parse(data.toString()) as { event?: string };
-      if (m.event !== 'media') return;
+      if (parseServerMessage(data.toString())?.type !== 'media') return;
       const now = performance.now();
       if (this.lastMediaAt !== undefined) this.maxGapMs = Math.max(this.maxGapMs, now - this.lastMediaAt);
       this.lastMediaAt = now;
     });
     this.ws.once('open', () => {
-      this.send({ event: 'connected', protocol: 'Call', version: '1.0.0' });
-      this.send({
-        event: 'start',
-        sequenceNumber: String(++this.seq),
-        start: {
-          accountSid: 'AC0',
-          streamSid: this.streamSid,
-          callSid: this.callSid,
-          tracks: ['inbound'],
-          mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
-          customParameters: parameters,
-        },
-        streamSid: this.streamSid,
-      });
-      this.timer = setInterval(() => this.media(this.inboundMs), 20);
+      for (const m of this.messages.start()) this.send(m);
+      this.timer = setInterval(() => this.media(), 20);
     });
+  }
+
+  get callSid(): string {
+    return this.messages.ids.callSid;
   }
 
   async opened(): Promise<void> {
     if (this.ws.readyState !== WebSocket.OPEN) await once(this.ws, 'open');
   }
 
-  /** 20 ms of a quiet line, stamped `timestampMs`. */
-  media(timestampMs: number): void {
-    const noise = Buffer.alloc(160);
+  /** 20 ms of a quiet line, stamped where it falls on the caller's timeline or at `timestampMs`. */
+  media(timestampMs?: number): void {
+    const noise = new Uint8Array(160);
     for (let i = 0; i < noise.length; i++) noise[i] = 0xfc + Math.floor(Math.random() * 4);
-    this.send({
-      event: 'media',
-      sequenceNumber: String(++this.seq),
-      media: {
-        track: 'inbound',
-        chunk: String(this.seq),
-        timestamp: String(timestampMs),
-        payload: noise.toString('base64'),
-      },
-      streamSid: this.streamSid,
-    });
-    this.inboundMs += 20;
+    const { message } = this.messages.media(noise);
+    if (timestampMs !== undefined)
+      (message as { media: { timestamp: string } }).media.timestamp = String(timestampMs);
+    this.send(message);
   }
 
   send(message: unknown): void {

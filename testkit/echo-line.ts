@@ -245,3 +245,18 @@ export class EchoingCaller {
     this.send(encodeMulaw(this.line.next(heard, n, caller)));
   }
 }
+
+/**
+ * The echo paths the barge-in benchmarks run (bench echo-lines end to end, bench echo-offline in this
+ * thread): 40 to 300 ms and 6 to 30 dB of echo return loss, and a line without echo.
+ */
+export const ECHO_PATHS: ReadonlyArray<EchoPath | undefined> = [
+  { delayMs: 40, erlDb: 6 },
+  { delayMs: 300, erlDb: 6 },
+  { delayMs: 150, erlDb: 12 },
+  { delayMs: 80, erlDb: 20 },
+  { delayMs: 250, erlDb: 30 },
+  undefined,
+];
+/** Line noise (dBFS) against a caller's −20 dBFS speech: none, 20 dB and 10 dB SNR. */
+export const LINE_NOISES_DBFS: ReadonlyArray<number | undefined> = [undefined, -40, -30];
