@@ -9,7 +9,7 @@
  * Why not opusscript, prism-media's fallback: its PCM views are taken from the 16-bit heap at the
  * byte address of the buffer, so once an instance's buffer lies past half of the WebAssembly heap,
  * every encode fails ("offset is out of bounds"), and a heap growth detaches the views of every live
- * instance. Measured: 30 of 50 guilds speaking at once failed, and 100 of 100.
+ * instance, so it fails once enough guilds speak at once (figures: docs/discord.md, «Playback»).
  */
 import { createRequire } from 'node:module';
 

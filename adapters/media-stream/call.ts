@@ -84,7 +84,7 @@ export interface CallOptions {
 /**
  * Outbound frames paced and sent two at a time (40 ms a message, well inside the 200 ms lead): half the
  * socket writes, timer wake-ups and message encodings per call, the load's largest costs at hundreds of
- * calls (measured in `npm run bench -- talkers`).
+ * calls (where this was measured: docs/calls.md, «Endpoints»).
  */
 const BURST_FRAMES = 2;
 

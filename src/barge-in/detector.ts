@@ -139,13 +139,11 @@ export interface DetectorStats {
 
 /**
  * Silero probability at which a window is speech. Lower than the model's customary 0.5: in line noise
- * Silero's probabilities for speech sink to 0.2–0.45 for hundreds of ms, while the gate keeps it asleep
- * on the noise itself and the echo estimator on the bot's echo. Measured (`bench vad`, 8 kHz, 112
- * utterances in white and pink noise per SNR, and 10 min of non-speech): at 0.5, 10 dB SNR 98.2 %
- * caught, p50 / p95 199 / 277 ms, 5 dB 89.3 %; at 0.3, 100 % and 183 / 268, 5 dB 97.3 %; no false
- * trigger at either (at 0.2, one, in pink noise). On echo lines offline (253 talk-overs over the bot,
- * no noise to 10 dB SNR): p95 560 → 416 ms (0.5 kept over the echo), the same barge-ins on the echo
- * alone.
+ * Silero's probabilities for speech sink under it for long stretches, while the gate keeps it asleep
+ * on the noise itself and the echo estimator on the bot's echo. In noise it catches more onsets, and
+ * sooner, with no more false triggers on non-speech; on echo lines (0.5 kept over the echo) talk-overs
+ * are decided sooner, with the same barge-ins on the echo alone (figures: docs/calls.md, «Barge-in», on
+ * `SPEECH_THRESHOLD`).
  */
 export const SPEECH_THRESHOLD = 0.3;
 /**
@@ -157,12 +155,10 @@ export const OVER_ECHO_THRESHOLD = 0.5;
 /**
  * A run of speech counts only once one of its windows reached this: hum, a key's tones after the line
  * went quiet, or a change of noise (pink after white, before the suppressor has followed it) hold
- * Silero at 0.3–0.45 for a run's length, where speech gets over 0.5 within its first syllables, also
- * at 5 dB SNR through the suppressor. Measured (`bench vad`, 112 utterances per SNR; non-speech, 8
- * stretches of 10 min at 8 kHz and 4 at 16 kHz, a 128 ms run): onsets as before at every SNR (5 dB
- * p50 / p95 152 / 248 ms, 100 % caught; at 0.6, 170 / 265 and 99.1 %); runs on non-speech 7 → 4,
- * the two from hum gone, the 4 left a loud white noise turning pink (a 160 ms run without this rule:
- * 3, one of them hum).
+ * Silero between the threshold and this for a run's length, where speech gets over it within its first
+ * syllables, also in loud noise through the suppressor. Onsets are caught as before, and fewer runs
+ * come from non-speech: none from hum, what is left a loud white noise turning pink (figures:
+ * docs/calls.md, «Barge-in», on `RUN_PEAK`).
  */
 const RUN_PEAK = 0.5;
 /** A window under this probability (or the threshold, if lower) ends a run of speech once enough follow. */
@@ -174,12 +170,10 @@ const RUN_GAP_MS = 250;
  * alone explains end a run of speech once `ECHO_ENDS_RUN_WINDOWS` of them came since its last window
  * of speech, rather than counting as a gap in it. So faint an echo cannot hide a caller who talks over
  * it: the caller's syllables show over it, and a run whose speech comes in pairs of windows among the
- * echo's is the echo leaking past the estimator (under load, after a reply placed a few ms off). On a
- * loud echo (6 dB) a talk-over does look like that (`ESEEESSEEES`), and the gap rule stays. Measured
- * with `bench talkers 200`, 5 pairs of runs without underruns: false barge-ins on echo lines 1, 2, 4,
- * 6 and 1 against 10, 12, 9, 4 and 4 (0.3–1.6 against 1.1–3.3 per 10 min of echo); onsets caught
- * 99–100 % both ways. Of 34 false barge-ins traced under load before (6 runs), 32 were on lines of
- * 14–29 dB.
+ * echo's is the echo leaking past the estimator (under load, after a reply placed a few ms off): nearly
+ * all the false barge-ins traced under load were on such faint echoes. On a loud echo a talk-over does
+ * look like that (`ESEEESSEEES`), and the gap rule stays. Under load it cuts the false barge-ins on
+ * echo lines and catches as many onsets (figures: docs/calls.md, «Barge-in», on `WEAK_ECHO_ERL_DB`).
  */
 const WEAK_ECHO_ERL_DB = 14;
 const ECHO_ENDS_RUN_WINDOWS = 2;
@@ -187,16 +181,11 @@ const ECHO_ENDS_RUN_WINDOWS = 2;
  * A run of speech takes in up to `LEAD_IN_WINDOWS` windows just before it that Silero heard over the
  * line (the gate open; no echo alone, tone or click there) and put at `LEAD_IN_MIN_P` or more, short of
  * speech: the first consonants (the /ɛks/ of "Excuse me", a breathy "Sorry"), where Silero says speech
- * from the vowel on. They count toward its length, so the vowel confirms it sooner. Measured offline
- * (18 lines of 40–300 ms and 6–30 dB echo and without, no noise to 10 dB SNR, through G.711; 487
- * talk-overs of 8 utterances × 7 voices; onset → decision p50 / p95 ms): lines without echo 159 / 234
- * → 142 / 222, echo lines 157 / 257 → 150 / 253; echo alone (90 min) 1 barge-in as before, with a
- * playout gap every 3–6 s (45 min) 204 → 208; non-speech (8 × 10 min at 8 and at 16 kHz) 2 and 0 runs
- * as before. At 0 instead of 0.1: 137 / 215 without echo, but 0 → 3 runs on non-speech at 16 kHz.
- * Kept off the windows over the echo, it gained nothing (`bench echo-lines`, with echo p95 263 ms against
- * 264). As it is: `bench echo-lines`, with echo p95 245 against 264 ms, without 245 against 244, no
- * false barge-in in 15 min of echo alone against 1; `bench talkers 150`, 8 pairs, false barge-ins 16
- * against 29 (14 against 15 leaving out a run of each that stalled).
+ * from the vowel on. They count toward its length, so the vowel confirms it sooner. Decisions come
+ * sooner with and without echo, with about as many false barge-ins on the echo alone and runs on
+ * non-speech. At a `LEAD_IN_MIN_P` of 0, faster still, but a change of noise made runs on non-speech.
+ * Kept off the windows over the echo, it gained nothing on echo lines, so it takes them in (figures:
+ * docs/calls.md, «Barge-in», on `LEAD_IN_WINDOWS`).
  */
 const LEAD_IN_WINDOWS = 2;
 const LEAD_IN_MIN_P = 0.1;
@@ -206,9 +195,9 @@ const REARM_SILENCE_MS = 300;
 const PREROLL_WINDOWS = 2;
 /**
  * A window whose loudest 1 ms holds half its energy is a click (the line's crackle, a knock), not
- * speech. Measured offline (15 lines of 40–300 ms and 6–30 dB, no noise to 10 dB SNR, 127 s of the bot
- * talking over clicks, 3 to 8 a second): barge-ins 57 → 9 (5 of them in the call's first 4 s); the
- * caller talking over the bot is heard as soon as before.
+ * speech. With the bot talking over clicks, far fewer barge-ins (most of those left in a call's first
+ * seconds), and a caller talking over the bot is heard as soon as before (figures: docs/calls.md, «The
+ * bot's own echo», on clicks).
  */
 const CLICK_MS = 1;
 /** Silero idle this long starts over from a fresh state. */

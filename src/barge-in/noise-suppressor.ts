@@ -1,25 +1,26 @@
 /**
- * Takes a line's steady noise out of the caller's audio before Silero hears it. In line noise 10 dB
- * under the caller, Silero's probabilities for the first syllables sink to 0.1–0.3 and a run of speech
- * starts hundreds of ms late; on the same audio with the noise suppressed they are close to what they
- * are on a quiet line. Only Silero hears the result: the energy gate, the key and click checks and the
- * echo estimator keep the audio as it came.
+ * Takes a line's steady noise out of the caller's audio before Silero hears it. In line noise, Silero's
+ * probabilities for the first syllables sink well under its threshold and a run of speech starts late;
+ * on the same audio with the noise suppressed they are close to what they are on a quiet line. Only
+ * Silero hears the result: the energy gate, the key and click checks and the echo estimator keep the
+ * audio as it came.
  *
  * A short-time Wiener filter: 8 ms frames, half overlapping, under a square-root Hann window (so that
  * analysis and synthesis together add up to one), each bin scaled by ξ / (1 + ξ), where ξ, the bin's
  * a-priori speech-to-noise ratio, is estimated decision-directed (Ephraim and Malah: mostly the last
  * frame's cleaned power, a little of this frame's excess over the noise). The gain never goes below
  * −10.5 dB: at −20 dB, Silero took what a change of noise left (pink noise after white, its estimate
- * still the white's) for speech, 2 runs in 10 min of non-speech (`vad.test.ts`); at −10.5 none in six
- * such 10 min, and onsets at 10 dB SNR are decided 6 ms later at p95. The noise in each bin is the
- * minimum of its smoothed power over the last 1.3 s (minimum statistics, Martin 2001: speech has pauses
- * between words, so it does not raise the minimum), twice over for the minimum's bias. A noisier line
- * is followed within 1.3 s, a quieter one at once. A steady tone is noise to it too (hum).
+ * still the white's) for speech (`vad.test.ts`); at −10.5 it did not, and onsets in noise are decided
+ * barely later. The noise in each bin is the minimum of its smoothed power over the last 1.3 s (minimum
+ * statistics, Martin 2001: speech has pauses between words, so it does not raise the minimum), twice
+ * over for the minimum's bias. A noisier line is followed within 1.3 s, a quieter one at once. A steady
+ * tone is noise to it too (hum).
  *
  * Work is done window by window, in the detector's order, and only as far as it is needed: every
- * window is `listen`ed to (the noise followed on a frame every 16 ms, ≈ 4 µs per 32 ms window at 8
- * kHz), and only those Silero hears are `clean`ed (a frame every 4 ms, transformed both ways, ≈ 27
- * µs). What Silero hears of a window lags it by half a frame (4 ms), the whole cost in latency.
+ * window is `listen`ed to (the noise followed on a frame every 16 ms, cheap), and only those Silero
+ * hears are `clean`ed (a frame every 4 ms, transformed both ways: costlier, still far under Silero's
+ * inference). What Silero hears of a window lags it by half a frame (4 ms), the whole cost in latency.
+ * (Figures: docs/calls.md, «Barge-in», the paragraphs on the noise suppressor.)
  */
 import { fftPlan, type FftPlan } from '../audio/fft.js';
 

@@ -80,9 +80,10 @@ interface Slot {
 const NO_TURNS: readonly SpeechTurn[] = Object.freeze([]);
 /**
  * Batches leave at most this often (ms): the pushes of the turns in between wait and go together. A
- * message costs the main thread some microseconds whatever it holds, and 200 calls' 20 ms chunks
- * arriving each in its own turn made a message per chunk (`postMessage` was the main thread's largest
- * cost under `bench talkers 200` after garbage collection: 6 % of its time).
+ * message costs the main thread some microseconds whatever it holds, and hundreds of calls' 20 ms
+ * chunks arriving each in its own turn made a message per chunk (`postMessage` was the main thread's
+ * largest cost under load after garbage collection; figures: docs/calls.md, «The bot's own echo», on
+ * the VAD worker threads).
  */
 const BATCH_EVERY_MS = 4;
 
