@@ -471,15 +471,16 @@ describe('slash commands and the control API, joined for real', () => {
               await app.app.client.synthesize({ voiceId, text: line.text, outputFormat: 'pcm_24000' })
             ).audio;
             if (voiceId === line.voiceId && k === 0) {
-              // As long as this voice's reading: to a frame, since the flutter and roughness of some
-              // variants make a reading's length vary by a few milliseconds from one to the next.
+              // As long as this voice's reading, to two frames: the flutter and roughness of some variants
+              // make a reading's length vary from one to the next (30 readings of the Goblin's line spread
+              // over 25 ms, 2192-2218 ms, so two readings may be two 20 ms frames apart).
               const pipeline = new FramePipeline(
                 24_000,
                 { encoding: 's16le', sampleRate: 48_000, channels: 2 },
                 20,
               );
               const expected = pipeline.push(pcm).length + pipeline.finish().length;
-              expect(Math.abs(frames - expected), `${line.character}'s frames`).toBeLessThanOrEqual(1);
+              expect(Math.abs(frames - expected), `${line.character}'s frames`).toBeLessThanOrEqual(2);
             }
             const features = voiceFeatures(
               Float32Array.from(bytesToInt16(pcm), (v) => v / 32768),
