@@ -2,7 +2,9 @@
 # Build stage: compile TypeScript.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# patches/: fixes to dependencies that npm ci's postinstall (patch-package) applies; see patches/README.md.
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci
 # Everything the build compiles (src, adapters, examples, bench and the test helpers it uses).
 COPY . .
@@ -16,7 +18,9 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY patches ./patches
+# --ignore-scripts skips the project's postinstall too: the patches (patches/README.md) are applied here.
+RUN npm ci --omit=dev --ignore-scripts && node_modules/.bin/patch-package --error-on-fail && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY config ./config
 # The browser phone's page (its scripts are in dist/web).

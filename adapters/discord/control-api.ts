@@ -4,6 +4,7 @@
  * CONTROL_TOKEN.
  *
  *   GET    /discord/guilds                        guilds the bot speaks in
+ *   GET    /discord/guilds/{guildId}              one of them (with its end-to-end encryption: e2ee)
  *   POST   /discord/guilds/{guildId}/join         { channel_id }            (needs the bot running)
  *   DELETE /discord/guilds/{guildId}              leave
  *   POST   /discord/guilds/{guildId}/say          { text, voice_id?, interruptible?, now?, wait? }
@@ -59,6 +60,7 @@ export interface DiscordControlOptions {
 
 /** A guild as `GET /discord/guilds/{id}` answers it (and the list, item by item). */
 export function describeGuild(voice: GuildVoice, guilds: DiscordGuilds): Record<string, unknown> {
+  const { e2ee } = voice;
   return {
     guild_id: voice.guildId,
     channel_id: voice.channelId,
@@ -67,6 +69,7 @@ export function describeGuild(voice: GuildVoice, guilds: DiscordGuilds): Record<
     queued: voice.speaker.queued,
     barge_in: guilds.bargeInEnabled(voice.guildId),
     relay: guilds.relayOf(voice.guildId)?.name ?? null,
+    e2ee: { protocol_version: e2ee.protocolVersion, voice_privacy_code: e2ee.voicePrivacyCode },
   };
 }
 

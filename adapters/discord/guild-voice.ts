@@ -42,6 +42,7 @@ import {
   type EndReason,
   type ReconnectPolicy,
 } from './connection-keeper.js';
+import { logDave, e2eeOf, type E2eeState } from './dave.js';
 import { DiscordSink } from './discord-sink.js';
 import { createOpusDecoder, type OpusDecoder } from './opus.js';
 import { SpeakingDetector } from '../../src/barge-in/member-speech.js';
@@ -129,6 +130,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
   private readonly listening = new Map<string, Listening>();
   private memberAudio: MemberAudioListener | undefined;
   private readonly logger: Logger;
+  private readonly stopDaveLog: () => void;
   private closed = false;
   private readonly endedPromise: Promise<EndReason>;
 
@@ -165,6 +167,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
       selfMute: false,
     });
     this.connection.on('error', (error) => this.logger.warn({ err: error }, 'voice connection error'));
+    this.stopDaveLog = logDave(this.connection, this.logger);
     this.connection.subscribe(this.player);
     this.connection.receiver.speaking.on('start', (userId) => this.onSpeakingStart(userId));
 
@@ -194,6 +197,11 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
 
   get status(): VoiceConnectionStatus {
     return this.connection.state.status;
+  }
+
+  /** End-to-end encryption (DAVE): the protocol version in use and the channel's voice privacy code. */
+  get e2ee(): E2eeState {
+    return e2eeOf(this.connection);
   }
 
   /** Resolves once connected; rejects with the connection's state after `timeoutMs`. */
@@ -326,6 +334,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
   private free(): void {
     if (this.closed) return;
     this.closed = true;
+    this.stopDaveLog();
     void this.speaker.close();
     this.sink.close();
     this.player.stop(true);

@@ -15,8 +15,12 @@ import { createRequire } from 'node:module';
 
 /** One Opus stream's state: packets depend on the ones before. */
 export interface OpusEncoder {
-  /** One 20 ms frame (3840 bytes of 48 kHz stereo s16le) → one Opus packet. */
-  encode(frame: Uint8Array): Uint8Array;
+  /**
+   * One 20 ms frame (3840 bytes of 48 kHz stereo s16le) → one Opus packet. A Buffer, not any
+   * Uint8Array: @discordjs/voice's DAVE session calls `packet.equals(...)` on every packet it
+   * end-to-end encrypts, and a plain Uint8Array there throws out of the audio cycle.
+   */
+  encode(frame: Uint8Array): Buffer;
   /** Forgets the stream so far (a new run of speech). */
   reset(): void;
 }
@@ -111,8 +115,8 @@ export function createOpusEncoder(): OpusEncoder {
   });
   encoder.bitrate = BITRATE;
   return {
-    // The packet is a view into the encoder's own memory: copy it before the next encode.
-    encode: (frame) => encoder.encode(samples(frame)).slice(),
+    // The packet is a view into the encoder's own memory: copy it (into a Buffer) before the next encode.
+    encode: (frame) => Buffer.from(encoder.encode(samples(frame))),
     reset: () => encoder.reset(),
   };
 }

@@ -115,6 +115,9 @@ describe('a sharded bot in a cluster', () => {
       GUILDS.map((g, k) => [g, `m-shard-${k}`]).sort(),
     );
     const voice = discord.voice!;
+    // Each shard's guild is end-to-end encrypted (DAVE): a listening member is in its group.
+    for (const guild of GUILDS)
+      await voice.waitFor(() => voice.earOf(guild)?.ready === true, 10_000, `the DAVE group of ${guild}`);
     const packets = voice.packets.length;
     const said = await json(`${b.url}/discord/guilds/${GUILDS[1]}/say`, 'POST', {
       text: 'Spoken by the second shard, asked through another instance.',
@@ -124,6 +127,8 @@ describe('a sharded bot in a cluster', () => {
     expect(said.body['utterances']).toEqual([expect.objectContaining({ status: 'played' })]);
     expect(said.instance).toBe('m-shard-1');
     expect(voice.packets.length - packets).toBeGreaterThan(50);
+    const speech = voice.packets.slice(packets).filter((p) => !p.silence);
+    expect(speech.every((p) => p.e2ee && p.heard === 'decrypted')).toBe(true);
     // Stopped through B while it speaks (the first shard this time).
     const long = await json(`${b.url}/discord/guilds/${GUILDS[0]}/say`, 'POST', {
       text: 'A long story that goes on and on, so that there is time to stop it from another instance. '.repeat(

@@ -1,12 +1,13 @@
 /**
  * The Docker image's runtime stage, without a Docker engine (none runs on these machines): the test
  * reads the Dockerfile's last stage and carries it out in a temporary directory (its COPYs, its
- * `npm ci`, its ENV), then runs its CMD and its HEALTHCHECK, so that a runtime dependency left in
- * devDependencies, a file the image forgets, or a broken CMD fails here.
+ * `npm ci` and the patches it applies, its ENV), then runs its CMD and its HEALTHCHECK, so that a
+ * runtime dependency left in devDependencies, a file the image forgets, a patch it does not apply, or a
+ * broken CMD fails here.
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -71,11 +72,17 @@ beforeAll(async () => {
       }
     }
     if (op === 'RUN')
-      for (const step of args.split('&&').map((s) => s.trim()))
+      for (const step of args.split('&&').map((s) => s.trim())) {
         if (step.startsWith('npm ci'))
           await run('npm', [...step.split(' ').slice(1), '--no-audit', '--no-fund', '--prefer-offline'], {
             cwd: appDir,
           });
+        // The installed tools it runs (patch-package, which npm ci --ignore-scripts leaves to it).
+        if (step.startsWith('node_modules/.bin/')) {
+          const [tool, ...toolArgs] = step.split(' ');
+          await run(join(appDir, tool!), toolArgs, { cwd: appDir, env: { ...process.env, ...env } });
+        }
+      }
     if (op === 'CMD') cmd = JSON.parse(args) as string[];
     if (op === 'HEALTHCHECK') {
       const m = /CMD (node) -e "(.*)"$/.exec(args);
@@ -112,6 +119,20 @@ describe('the Docker image, carried out without Docker', () => {
     // (opusscript is not in this list: npm keeps it as prism-media's optional peer; nothing loads it.)
     for (const name of ['vitest', 'playwright-core', 'typescript', 'eslint', 'twilio'])
       await expect(stat(join(appDir, 'node_modules', name)), name).rejects.toThrow();
+  });
+
+  it('applies the patches in patches/ to its dependencies', async () => {
+    const patches = (await readdir(join(PROJECT_ROOT, 'patches'))).filter((f) => f.endsWith('.patch'));
+    expect(patches.length).toBeGreaterThan(0);
+    for (const patch of patches) {
+      // Every line a patch adds is in the file it patches, as installed in the image.
+      let file = '';
+      for (const line of (await readFile(join(PROJECT_ROOT, 'patches', patch), 'utf8')).split('\n')) {
+        const header = /^\+\+\+ b\/(.*)$/.exec(line);
+        if (header) file = await readFile(join(appDir, header[1]!), 'utf8');
+        else if (line.startsWith('+') && line.trim() !== '+') expect(file, patch).toContain(line.slice(1));
+      }
+    }
   });
 
   it('starts with its CMD, turns healthy, serves the page and speaks; SIGTERM exits 0', async () => {

@@ -305,12 +305,15 @@ export class FakeDiscord {
       guild_id: guildId,
       member: this.member(this.user),
     });
-    if (channelId !== null)
+    if (channelId !== null) {
+      // The voice server learns which channel (which DAVE group) this voice session is for.
+      this.voice?.place(session.id, channelId);
       this.dispatch(session, 'VOICE_SERVER_UPDATE', {
         token: randomBytes(8).toString('hex'),
         guild_id: guildId,
         endpoint: this.voice?.endpoint ?? null,
       });
+    }
   }
 
   private dispatch(session: Session, t: string, d: unknown): void {

@@ -6,8 +6,16 @@
  * A fake Discord voice server on loopback that speaks the real voice protocol (gateway v8 over a TLS
  * WebSocket, plus UDP), so the real `@discordjs/voice` connection connects to it with no Discord
  * account: Hello, Identify → Ready (ssrc, UDP port, modes), IP discovery over UDP, Select Protocol →
- * Session Description (aead_aes256_gcm_rtpsize, a random key, DAVE protocol 0: no end-to-end layer),
- * heartbeats, Resume → Resumed. Sequenced messages carry `seq`, which v8 clients acknowledge.
+ * Session Description (aead_aes256_gcm_rtpsize, a random key, DAVE protocol 1), heartbeats, Resume →
+ * Resumed. Sequenced messages carry `seq`, which v8 clients acknowledge.
+ *
+ * DAVE (end-to-end encryption), as the real gateway requires it since March 2026: a client that does
+ * not offer it is closed with 4017; each channel has its MLS delivery service (`dave/delivery.ts`,
+ * binary opcodes 25–30 with their sequence numbers, JSON 21–24 and 31), and its members are real DAVE
+ * participants (`dave/member.ts`). Unless `ear: false`, every channel with a bot has one listening
+ * member (the "ear"), whose decryption of the bot's frames is what `received()` records: `e2ee` says
+ * whether the frame was end-to-end encrypted, `opus` and `pcm` are what a member heard. With `dave:
+ * false` the server negotiates protocol 0 as before March 2026 (benchmarks' baseline).
  *
  * Every RTP packet the bot sends is decrypted and (optionally) Opus-decoded and recorded with its
  * arrival time. A member talking is injected the way Discord delivers it: op 5 Speaking mapping the
@@ -32,6 +40,9 @@ import type { AddressInfo } from 'node:net';
 import type { DiscordGatewayAdapterCreator, DiscordGatewayAdapterLibraryMethods } from '@discordjs/voice';
 import OpusScript from 'opusscript';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { DaveChannel, DAVE_OP, type DavePeer } from './dave/delivery.js';
+import { DaveMember, type DaveMemberOptions } from './dave/member.js';
+import { ExternalSender, isDaveFrame } from './dave/mls.js';
 
 /** Discord's Opus silence frame, which players send after a stop. */
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
@@ -49,10 +60,15 @@ export interface ReceivedPacket {
   ssrc: number;
   sequence: number;
   timestamp: number;
+  /** The Opus frame: as a member decrypted it (DAVE), or as sent (no DAVE, or not decryptable). */
   opus: Buffer;
   silence: boolean;
   /** Decoded 48 kHz stereo (interleaved), when the server decodes. */
   pcm: Int16Array | undefined;
+  /** Whether the frame was end-to-end encrypted (a DAVE frame, or the silence frame that passes as is). */
+  e2ee: boolean;
+  /** With DAVE: what the ear made of it (undefined: no ear in the channel). */
+  heard: 'decrypted' | 'silence' | 'clear' | 'failed' | undefined;
 }
 
 export interface IdentifyPayload {
@@ -106,7 +122,17 @@ interface Session {
   client: { address: string; port: number } | undefined;
   seq: number;
   decoder: OpusScript | undefined;
+  /** The session's place in a DAVE channel (shared with the session a Resume makes of it). */
+  dave:
+    { channelId: string; current: Session; leaving: NodeJS.Timeout | undefined; peer: DavePeer } | undefined;
 }
+
+/** Discord's close code for a client that does not offer DAVE. */
+export const DAVE_REQUIRED_CLOSE = 4017;
+/** How long a dropped bot keeps its place in the group, for a Resume (then it is removed). */
+const RESUME_GRACE_MS = 5000;
+/** The ear's user id (a member who listens in every channel). */
+export const EAR_USER_ID = '999000000000000001';
 
 /**
  * The run of speech in `packets` (first to last non-silent packet, one guild's): the silent packets
@@ -135,6 +161,12 @@ export interface FakeVoiceServerOptions {
   decode?: boolean;
   /** What op 8 Hello announces (default 13 750 ms, as Discord). */
   heartbeatIntervalMs?: number;
+  /** Require DAVE (default true, as Discord since March 2026); false negotiates protocol 0. */
+  dave?: boolean;
+  /** A listening member in every channel with a bot (default true with DAVE). */
+  ear?: boolean;
+  /** How long the gateway waits for every member's ready before executing a transition. */
+  transitionTimeoutMs?: number;
 }
 
 export interface FakeVoiceServerEvents {
@@ -169,6 +201,13 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
   /** The session each open WebSocket carries (a Resume moves one to a new socket). */
   private readonly bySocket = new Map<WebSocket, Session>();
   private readonly closedByServer = new WeakSet<WebSocket>();
+  /** Each channel's DAVE delivery service, by channel id. */
+  readonly daveChannels = new Map<string, DaveChannel>();
+  /** Simulated members by channel id (the ear among them). */
+  private readonly members = new Map<string, DaveMember[]>();
+  private readonly ears = new Map<string, DaveMember>();
+  /** The channel of each main-gateway session id, as `FakeMainGateway` places its bot. */
+  private readonly placements = new Map<string, string>();
 
   private constructor(
     private readonly https: Server,
@@ -176,6 +215,8 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     private readonly udp: Socket,
     private readonly decode: boolean,
     private readonly heartbeatIntervalMs: number,
+    private readonly dave:
+      { sender: ExternalSender; ear: boolean; transitionTimeoutMs: number | undefined } | undefined,
   ) {
     super();
     wss.on('connection', (ws, request) => this.onConnection(ws, request.url ?? ''));
@@ -190,12 +231,128 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     const udp = createSocket('udp4');
     udp.bind(0, '127.0.0.1');
     await once(udp, 'listening');
+    const dave =
+      options.dave === false
+        ? undefined
+        : {
+            sender: await ExternalSender.create(),
+            ear: options.ear ?? true,
+            transitionTimeoutMs: options.transitionTimeoutMs,
+          };
     return new FakeVoiceServer(
       https,
       wss,
       udp,
       options.decode ?? true,
       options.heartbeatIntervalMs ?? 13_750,
+      dave,
+    );
+  }
+
+  /** The gateway's MLS external sender (undefined without DAVE). */
+  get externalSender(): ExternalSender | undefined {
+    return this.dave?.sender;
+  }
+
+  /** Sends the bot of `guildId` a binary DAVE message as is (tests of what the bot does with bad ones). */
+  sendDave(guildId: string, op: number, payload: Buffer): void {
+    const session = [...this.sessions].find((s) => s.identify?.server_id === guildId && s.dave);
+    if (!session) throw new Error(`no DAVE session for guild ${guildId}`);
+    this.sendBinary(session, op, payload);
+  }
+
+  /** Sends the bot of `guildId` a binary WebSocket message of these bytes, header or not. */
+  sendRaw(guildId: string, bytes: Buffer): void {
+    const session = [...this.sessions].find((s) => s.identify?.server_id === guildId);
+    if (!session) throw new Error(`no session for guild ${guildId}`);
+    session.ws.send(bytes);
+  }
+
+  /** Whether this server requires DAVE. */
+  get requiresDave(): boolean {
+    return this.dave !== undefined;
+  }
+
+  /** The main gateway put the bot of `sessionId` in `channelId` (its DAVE group is that channel's). */
+  place(sessionId: string, channelId: string): void {
+    this.placements.set(sessionId, channelId);
+  }
+
+  /** The channel a bot of `guildId` is in (by its session), if connected with DAVE. */
+  channelOf(guildId: string): string | undefined {
+    for (const s of this.sessions) if (s.identify?.server_id === guildId && s.dave) return s.dave.channelId;
+    return undefined;
+  }
+
+  /** The DAVE delivery service of the channel a bot of `guildId` is in. */
+  daveOf(guildId: string): DaveChannel | undefined {
+    const channelId = this.channelOf(guildId);
+    return channelId === undefined ? undefined : this.daveChannels.get(channelId);
+  }
+
+  /** The members of a channel (the ear first, if any). */
+  membersOf(channelId: string): readonly DaveMember[] {
+    return this.members.get(channelId) ?? [];
+  }
+
+  /** The listening member of the channel a bot of `guildId` is in. */
+  earOf(guildId: string): DaveMember | undefined {
+    const channelId = this.channelOf(guildId);
+    return channelId === undefined ? undefined : this.ears.get(channelId);
+  }
+
+  /**
+   * A member joins `channelId` (a real DAVE participant): the others learn of it (op 11), it gets the
+   * external sender and sends its key package, and the group takes it in.
+   */
+  addMember(channelId: string, userId: string, options: DaveMemberOptions = {}): DaveMember {
+    if (!this.dave) throw new Error('this fake voice server runs without DAVE');
+    const channel = this.daveChannel(channelId);
+    const member = new DaveMember(
+      userId,
+      channelId,
+      {
+        json: (m, op, d) => setImmediate(() => channel.onJson(m.userId, op, d)),
+        binary: (m, op, payload) => setImmediate(() => channel.onBinary(m.userId, op, payload)),
+      },
+      { ...options, decode: options.decode ?? this.decode },
+    );
+    const list = this.members.get(channelId) ?? [];
+    list.push(member);
+    this.members.set(channelId, list);
+    channel.join(member);
+    member.start();
+    return member;
+  }
+
+  /** A member leaves (its socket closes): the group removes it. */
+  removeMember(member: DaveMember): void {
+    const list = this.members.get(member.channelId);
+    if (!list?.includes(member)) return;
+    list.splice(list.indexOf(member), 1);
+    if (this.ears.get(member.channelId) === member) this.ears.delete(member.channelId);
+    this.daveChannels.get(member.channelId)?.leave(member.userId);
+    member.close();
+  }
+
+  /**
+   * Resolves once `members` and the bot of `guildId` share one established group, with no transition
+   * pending (everyone can encrypt and decrypt each other).
+   */
+  async waitForGroup(guildId: string, members: readonly DaveMember[], timeoutMs = 5000): Promise<void> {
+    await this.waitFor(
+      () => {
+        const channel = this.daveOf(guildId);
+        const bot = [...this.sessions].find((s) => s.identify?.server_id === guildId && s.dave);
+        if (!channel || !bot?.identify || channel.transitioning) return false;
+        const inGroup = new Set(channel.members);
+        return (
+          inGroup.has(bot.identify.user_id) &&
+          members.every((m) => m.ready && inGroup.has(m.userId) && m.epoch === channel.currentEpoch)
+        );
+      },
+      timeoutMs,
+      `DAVE group of guild ${guildId} with ${members.map((m) => m.userId).join(', ')}`,
     );
   }
 
@@ -241,6 +398,15 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
   ): Promise<{ startedAt: number; endedAt: number; frames: number }> {
     const session = [...this.sessions].find((s) => s.identify?.server_id === guildId && s.key && s.client);
     if (!session) throw new Error(`no ready session for guild ${guildId}`);
+    // With DAVE the member is a participant of the group, and what it says is end-to-end encrypted.
+    let member: DaveMember | undefined;
+    if (this.dave) {
+      const channelId = session.dave?.channelId;
+      if (channelId === undefined) throw new Error(`guild ${guildId}: the bot is in no DAVE channel`);
+      member =
+        this.membersOf(channelId).find((m) => m.userId === userId) ?? this.addMember(channelId, userId);
+      await this.waitForGroup(guildId, [member]);
+    }
     const ssrc = options.ssrc ?? 90_000 + Math.floor(Math.random() * 1000);
     this.send(session, { op: 5, d: { user_id: userId, ssrc, speaking: 1 } });
     await new Promise((r) => setTimeout(r, 5)); // the mapping arrives before the audio, as on Discord
@@ -262,7 +428,11 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
         );
         nonce++;
         const rtp = { sequence, timestamp, ssrc };
-        const packet = seal(session.key!, nonce, rtp, opus, options.headerExtension ?? false);
+        if (member?.closed) break; // it left
+        // A member out of the group for a moment (a re-key) stays quiet, as a client does.
+        const payload = member ? member.encrypt(opus) : opus;
+        if (!payload) continue;
+        const packet = seal(session.key!, nonce, rtp, payload, options.headerExtension ?? false);
         this.udp.send(packet, session.client!.port, session.client!.address);
         sequence = (sequence + 1) & 0xffff;
         timestamp = (timestamp + FRAME_SAMPLES) >>> 0;
@@ -283,6 +453,11 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
   }
 
   async close(): Promise<void> {
+    for (const list of this.members.values()) for (const m of list) m.close();
+    this.members.clear();
+    this.ears.clear();
+    for (const channel of this.daveChannels.values()) channel.close();
+    for (const s of this.sessions) if (s.dave?.leaving) clearTimeout(s.dave.leaving);
     for (const s of this.sessions) {
       s.ws.terminate();
       // Once only: a second delete() of an opusscript handle corrupts the shared WebAssembly heap.
@@ -306,6 +481,7 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
       client: undefined,
       seq: 0,
       decoder: undefined,
+      dave: undefined,
     };
     this.sessions.add(session);
     this.bySsrc.set(session.ssrc, session);
@@ -320,11 +496,27 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
       current.decoder?.delete();
       current.decoder = undefined;
       this.socketCloses.push({ code, byServer: this.closedByServer.has(ws) });
+      // A dropped bot keeps its place in the group for a while: a Resume carries it over.
+      const place = current.dave;
+      if (place?.current === current && !place.leaving)
+        place.leaving = setTimeout(() => {
+          place.leaving = undefined;
+          if (place.current === current) this.leaveDave(current);
+        }, RESUME_GRACE_MS);
     });
     ws.on('message', (data, isBinary) => {
-      if (isBinary) return; // DAVE's binary opcodes: not offered here
       const current = this.bySocket.get(ws);
       if (!current) return;
+      if (isBinary) {
+        // DAVE's binary opcodes from a client: [opcode][payload].
+        const bytes = Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]);
+        const place = current.dave;
+        if (place && bytes.length > 0 && current.identify)
+          this.daveChannels
+            .get(place.channelId)
+            ?.onBinary(current.identify.user_id, bytes[0]!, bytes.subarray(1));
+        return;
+      }
       const packet = parseOp(data);
       this.onOp(current, packet.op, packet.d);
     });
@@ -338,6 +530,12 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
         session.identify = d as unknown as IdentifyPayload;
         this.identifies.push(session.identify);
         this.emit('identify', session.identify);
+        if (this.dave && !((session.identify.max_dave_protocol_version ?? 0) >= 1)) {
+          // As Discord since March 2026: no end-to-end encryption, no voice.
+          this.closedByServer.add(session.ws);
+          session.ws.close(DAVE_REQUIRED_CLOSE, 'E2EE/DAVE protocol required');
+          return;
+        }
         const port = this.udp.address().port;
         this.send(session, {
           op: 2,
@@ -360,10 +558,16 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
         session.key = randomBytes(32);
         this.send(session, {
           op: 4,
-          d: { mode: data.mode, secret_key: [...session.key], dave_protocol_version: 0 },
+          d: { mode: data.mode, secret_key: [...session.key], dave_protocol_version: this.dave ? 1 : 0 },
         });
+        if (this.dave) this.joinDave(session);
         return;
       }
+      case DAVE_OP.transitionReady:
+      case DAVE_OP.invalidCommitWelcome:
+        if (session.dave && session.identify)
+          this.daveChannels.get(session.dave.channelId)?.onJson(session.identify.user_id, op, d);
+        return;
       case 3:
         // Heartbeat
         this.heartbeats.push({ at: performance.now(), t: Number(d['t']), seq_ack: Number(d['seq_ack']) });
@@ -392,6 +596,12 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
         this.sessions.delete(session);
         this.bySsrc.delete(session.ssrc);
         const resumed: Session = { ...previous, ws: session.ws, decoder: undefined };
+        if (resumed.dave) {
+          // The group place carries over: messages go to the new socket, nobody is removed.
+          resumed.dave.current = resumed;
+          if (resumed.dave.leaving) clearTimeout(resumed.dave.leaving);
+          resumed.dave.leaving = undefined;
+        }
         this.sessions.add(resumed);
         this.bySsrc.set(resumed.ssrc, resumed);
         this.bySocket.set(session.ws, resumed);
@@ -406,6 +616,51 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
   private send(session: Session, packet: { op: number; d: unknown }): void {
     if (session.ws.readyState !== session.ws.OPEN) return;
     session.ws.send(JSON.stringify({ ...packet, seq: ++session.seq }));
+  }
+
+  /** A binary DAVE message: [seq: u16][opcode][payload], in the same sequence as the JSON ones. */
+  private sendBinary(session: Session, op: number, payload: Buffer): void {
+    if (session.ws.readyState !== session.ws.OPEN) return;
+    const head = Buffer.alloc(3);
+    head.writeUInt16BE(++session.seq & 0xffff, 0);
+    head[2] = op;
+    session.ws.send(Buffer.concat([head, payload]));
+  }
+
+  private daveChannel(channelId: string): DaveChannel {
+    let channel = this.daveChannels.get(channelId);
+    if (!channel) {
+      channel = new DaveChannel(channelId, this.dave!.sender, {
+        ...(this.dave!.transitionTimeoutMs === undefined
+          ? {}
+          : { transitionTimeoutMs: this.dave!.transitionTimeoutMs }),
+      });
+      this.daveChannels.set(channelId, channel);
+    }
+    return channel;
+  }
+
+  /** After the session description: the bot joins its channel's group (and the ear with it). */
+  private joinDave(session: Session): void {
+    const identify = session.identify!;
+    const channelId = this.placements.get(identify.session_id) ?? identify.server_id;
+    const previous = session.dave;
+    if (previous?.leaving) clearTimeout(previous.leaving);
+    const bot: DavePeer = {
+      userId: identify.user_id,
+      sendJson: (op, d) => this.send(session.dave!.current, { op, d }),
+      sendBinary: (op, payload) => this.sendBinary(session.dave!.current, op, payload),
+    };
+    session.dave = { channelId, current: session, leaving: undefined, peer: bot };
+    if (this.dave!.ear && !this.ears.has(channelId))
+      this.ears.set(channelId, this.addMember(channelId, EAR_USER_ID));
+    this.daveChannel(channelId).join(bot);
+  }
+
+  private leaveDave(session: Session): void {
+    const place = session.dave;
+    if (!place || !session.identify) return;
+    this.daveChannels.get(place.channelId)?.leave(session.identify.user_id, place.peer);
   }
 
   private onDatagram(msg: Buffer, rinfo: RemoteInfo): void {
@@ -428,20 +683,34 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     const session = this.bySsrc.get(ssrc);
     if (!session?.key) return;
     const arrivalMs = performance.now();
-    let opus: Buffer;
+    let payload: Buffer;
     try {
-      opus = open(session.key, msg);
+      payload = open(session.key, msg);
     } catch {
       this.decryptFailures++;
       return;
     }
-    const silence = opus.equals(SILENCE);
+    let opus = payload;
     let pcm: Int16Array | undefined;
-    if (this.decode) {
+    let heard: ReceivedPacket['heard'];
+    const place = session.dave;
+    if (place && session.identify) {
+      // The SFU forwards the frame as it is to every member; the ear's hearing is what is recorded.
+      const ear = this.ears.get(place.channelId);
+      for (const member of this.membersOf(place.channelId)) {
+        const frame = member.hear(session.identify.user_id, payload, arrivalMs);
+        if (member === ear) {
+          heard = frame.outcome;
+          if (frame.opus) opus = frame.opus;
+          pcm = frame.pcm;
+        }
+      }
+    } else if (this.decode) {
       session.decoder ??= new OpusScript(48_000, 2);
       const out = session.decoder.decode(opus);
       pcm = new Int16Array(out.buffer, out.byteOffset, out.length / 2).slice();
     }
+    const silence = opus.equals(SILENCE);
     const packet: ReceivedPacket = {
       arrivalMs,
       ssrc,
@@ -450,6 +719,8 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
       opus,
       silence,
       pcm,
+      e2ee: isDaveFrame(payload) || payload.equals(SILENCE),
+      heard,
     };
     this.packets.push(packet);
     this.emit('packet', packet);
@@ -646,6 +917,7 @@ export class FakeMainGateway {
   }
 
   private serverUpdate(endpoint: string | null): void {
+    if (endpoint !== null && this.channelId !== null) this.server.place(this.sessionId, this.channelId);
     this.methods?.onVoiceServerUpdate({
       guild_id: this.ids.guildId,
       token: this.token,
