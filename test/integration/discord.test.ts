@@ -547,7 +547,10 @@ describe('slash commands and the control API, joined for real', () => {
       });
       // End to end encrypted (the fake requires DAVE), with the code Discord's clients show for the call.
       await server.waitFor(() => server.earOf(GUILD)?.ready === true, 5000, 'the DAVE group');
-      const one = (await (await fetch(`${app.url}/discord/guilds/${GUILD}`)).json()) as Record<string, unknown>;
+      const one = (await (await fetch(`${app.url}/discord/guilds/${GUILD}`)).json()) as Record<
+        string,
+        unknown
+      >;
       expect(one['e2ee']).toEqual({
         protocol_version: 1,
         voice_privacy_code: server.earOf(GUILD)!.voicePrivacyCode,
