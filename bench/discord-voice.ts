@@ -42,6 +42,8 @@ const SETTINGS: DiscordSettings = {
 };
 
 const guildId = (i: number): string => String(100_000_000_000_000_000n + BigInt(i));
+/** Each guild's voice channel (its own DAVE group). */
+const channelId = (i: number): string => String(200_000_000_000_000_000n + BigInt(i));
 
 function cpuMs(): number {
   const u = process.cpuUsage();
@@ -55,12 +57,18 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function rig(app: App, cache?: PhraseCache, source: SpeechSource = app.client): Promise<Rig> {
+async function rig(
+  app: App,
+  cache?: PhraseCache,
+  source: SpeechSource = app.client,
+  dave = true,
+): Promise<Rig> {
   const tls = {
     cert: readFileSync(process.env['VOXBRIDGE_TEST_TLS_CERT']!, 'utf8'),
     key: readFileSync(process.env['VOXBRIDGE_TEST_TLS_KEY']!, 'utf8'),
   };
-  const server = await FakeVoiceServer.start({ ...tls, decode: false });
+  // With DAVE (as Discord requires) each channel has a listening member that decrypts every packet.
+  const server = await FakeVoiceServer.start({ ...tls, decode: false, dave });
   const guilds = new DiscordGuilds({
     settings: SETTINGS,
     source,
@@ -70,12 +78,17 @@ async function rig(app: App, cache?: PhraseCache, source: SpeechSource = app.cli
   return {
     server,
     guilds,
-    join: (i) =>
-      guilds.join(
+    async join(i) {
+      const voice = await guilds.join(
         guildId(i),
-        '200000000000000001',
+        channelId(i),
         new FakeMainGateway(server, { guildId: guildId(i), userId: BOT }).adapterCreator,
-      ),
+      );
+      // Speech starts once the channel's group is established (before, the library sends in the clear).
+      if (dave)
+        await server.waitFor(() => server.earOf(guildId(i))?.ready === true, 20_000, 'the DAVE group');
+      return voice;
+    },
     async close() {
       await guilds.close();
       await server.close();
@@ -207,9 +220,15 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
     'Welcome back, adventurers. Last time, you had just entered the goblin caves, torches in hand, ' +
     'and the smell of smoke was growing stronger with every step.';
   const cache = new PhraseCache({ maxBytes: 128 * 1024 * 1024 });
-  for (const n of [10, 50, 100, 200]) {
-    for (const kind of ['cached', 'new text'] as const) {
-      const r = await rig(app, cache);
+  const sizes = (process.env['BENCH_DISCORD_GUILDS'] ?? '10,50,100,200').split(',').map(Number);
+  for (const n of sizes) {
+    for (const [kind, dave] of [
+      ['cached', false],
+      ['cached', true],
+      ['new text', false],
+      ['new text', true],
+    ] as const) {
+      const r = await rig(app, cache, app.client, dave);
       try {
         const voices: GuildVoice[] = [];
         for (let i = 0; i < n; i++) voices.push(await r.join(i));
@@ -228,9 +247,13 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
         await new Promise((res) => setTimeout(res, 300));
         let holes = 0;
         let speechPackets = 0;
+        let undecrypted = 0;
         const lateness: number[] = [];
         for (let i = 0; i < n; i++) {
-          const run = speechRun(r.server.received(r.server.ssrcOf(guildId(i))).slice(starts[i]));
+          const packets = r.server.received(r.server.ssrcOf(guildId(i))).slice(starts[i]);
+          if (dave)
+            undecrypted += packets.filter((p) => p.heard !== 'decrypted' && p.heard !== 'silence').length;
+          const run = speechRun(packets);
           if (!run) continue;
           holes += run.holes;
           speechPackets += run.packets;
@@ -243,6 +266,7 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
         rows.push([
           String(n),
           kind,
+          dave ? 'on' : 'off',
           String(holes),
           String(underruns),
           fmt(percentile(lateness, 50), 1),
@@ -250,6 +274,7 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
           fmt((cpu / wall) * 100, 0),
           fmt((cpu * 1000) / speechPackets, 0),
           String(failed),
+          dave ? String(undecrypted) : '–',
         ]);
       } finally {
         await r.close();
@@ -257,10 +282,11 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
     }
   }
   printTable(
-    'Discord: guilds speaking at once (one process; the fake voice server runs in it too, decrypting every packet; drift = arrival − (first packet + k × 20 ms))',
+    'Discord: guilds speaking at once, DAVE off and on (one process; the fake voice server runs in it too, decrypting every packet, and with DAVE a listening member per channel decrypts it end to end; drift = arrival − (first packet + k × 20 ms))',
     [
       'guilds',
       'speech',
+      'DAVE',
       'silence holes in speech',
       'speaker underruns',
       'drift p50 ms',
@@ -268,6 +294,7 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
       'process CPU %',
       'µs CPU per packet',
       'failed',
+      'frames a member could not decrypt',
     ],
     rows,
   );

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAudioResource, StreamType } from '@discordjs/voice';
+import { randomBytes } from 'node:crypto';
+import { createAudioResource, DAVESession, Networking, StreamType, VoiceReceiver } from '@discordjs/voice';
 import { startApp, type App } from '../src/app/app.js';
 import { loadConfig } from '../src/app/config.js';
 import { createLogger } from '../src/app/logger.js';
@@ -19,7 +20,14 @@ import { FramePipeline } from '../src/speaker/frame-pipeline.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
 import { makeTestCertificate } from '../testkit/discord/tls.js';
 import { FFMPEG_PCM24K_INPUT, measureRuns } from './baselines.js';
-import { createOpusEncoder, opusImplementation, type OpusEncoder } from '../adapters/discord/opus.js';
+import {
+  createOpusDecoder,
+  createOpusEncoder,
+  opusImplementation,
+  type OpusEncoder,
+} from '../adapters/discord/opus.js';
+import { levelDbfs } from '../src/audio/level.js';
+import { daveGroupOfTwo } from '../testkit/discord/dave/group.js';
 import { fmt, median, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';
@@ -148,6 +156,148 @@ async function benchFrameCost(app: App): Promise<void> {
   console.log(
     `ffmpeg peak RSS per process: ${fmt(ffmpeg.rawShort.maxRssMb, 0)} MB (raw), ${fmt(ffmpeg.opusShort.maxRssMb, 0)} MB (Opus)`,
   );
+  await benchDaveFrameCost(pcm, median(resample), ours);
+}
+
+/** What @discordjs/voice's send and receive paths use of a connection's state (rtpsize AES-256-GCM). */
+interface TransportState {
+  ssrc: number;
+  sequence: number;
+  timestamp: number;
+  encryptionMode: 'aead_aes256_gcm_rtpsize';
+  secretKey: Uint8Array;
+  nonce: number;
+  nonceBuffer: Buffer;
+}
+
+/**
+ * End-to-end encryption's cost (DAVE), through the library's own code: `Networking#createAudioPacket`
+ * (its DAVE session's encrypt, then the transport's AES-256-GCM) for a frame sent, and
+ * `VoiceReceiver#parsePacket` (transport, then DAVE decrypt) plus voxbridge's Opus decode and level for
+ * a member's packet heard. The DAVE sessions are the library's wrappers on two @snazzah/davey sessions
+ * in a real MLS group.
+ */
+async function benchDaveFrameCost(
+  pcm: Uint8Array,
+  resampleUs: number,
+  resampleOpusUs: number,
+): Promise<void> {
+  const CHANNEL = '200000000000000001';
+  const BOT = '100000000000000001';
+  const MEMBER = '100000000000000002';
+  const group = await daveGroupOfTwo(CHANNEL, BOT, MEMBER);
+  const wrap = (userId: string, session: unknown): DAVESession => {
+    const dave = new DAVESession(1, userId, CHANNEL, {});
+    Object.assign(dave, { session });
+    return dave;
+  };
+  const botDave = wrap(BOT, group.first);
+  const memberDave = wrap(MEMBER, group.second);
+  const transport = (): TransportState => ({
+    ssrc: 4242,
+    sequence: 0,
+    timestamp: 0,
+    encryptionMode: 'aead_aes256_gcm_rtpsize',
+    secretKey: randomBytes(32),
+    nonce: 0,
+    nonceBuffer: Buffer.alloc(12),
+  });
+  const send = transport();
+  const createAudioPacket = (opus: Buffer, dave: DAVESession | undefined): Buffer =>
+    (
+      Networking.prototype as unknown as {
+        createAudioPacket(o: Buffer, c: TransportState, d: DAVESession | undefined): Buffer;
+      }
+    ).createAudioPacket.call(Networking.prototype, opus, send, dave);
+  const receiver = (dave: DAVESession | undefined): { parse(packet: Buffer): Buffer | null } => {
+    const self = {
+      decrypt: (VoiceReceiver.prototype as unknown as { decrypt: unknown }).decrypt,
+      voiceConnection: { state: { status: 'ready', networking: { state: { code: 4, dave } } } },
+    };
+    const parsePacket = (
+      VoiceReceiver.prototype as unknown as {
+        parsePacket: (
+          this: unknown,
+          b: Buffer,
+          m: string,
+          n: Buffer,
+          k: Uint8Array,
+          u: string,
+        ) => Buffer | null;
+      }
+    ).parsePacket;
+    const nonce = Buffer.alloc(12);
+    return {
+      parse: (packet) => parsePacket.call(self, packet, send.encryptionMode, nonce, send.secretKey, MEMBER),
+    };
+  };
+
+  const frames = frames48k(pcm);
+  const encoder = createOpusEncoder();
+  const opus = frames.map((f) => encoder.encode(f));
+  // The member's packets as they reach the bot: end-to-end encrypted by the member, then the transport.
+  // (Anew for every run: a receiver refuses a DAVE frame it has decrypted before, a replay.)
+  const fromMember = (): { plain: Buffer[]; dave: Buffer[] } => ({
+    plain: opus.map((o) => createAudioPacket(o, undefined)),
+    dave: opus.map((o) => createAudioPacket(memberDave.encrypt(o), undefined)),
+  });
+
+  const sendUs = { transport: [] as number[], dave: [] as number[] };
+  const recvUs = { plain: [] as number[], dave: [] as number[] };
+  for (let run = 0; run < 5; run++) {
+    for (const mode of ['transport', 'dave'] as const) {
+      const t = cpuUs();
+      for (const o of opus) createAudioPacket(o, mode === 'dave' ? botDave : undefined);
+      sendUs[mode].push((cpuUs() - t) / opus.length);
+    }
+    const packets = fromMember();
+    for (const mode of ['plain', 'dave'] as const) {
+      const parse = receiver(mode === 'dave' ? botDave : undefined);
+      const decoder = createOpusDecoder();
+      let failed = 0;
+      const t = cpuUs();
+      for (const packet of packets[mode]) {
+        const opusPacket = parse.parse(packet);
+        if (!opusPacket) {
+          failed++;
+          continue;
+        }
+        const bytes = decoder.decode(opusPacket);
+        levelDbfs(new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2));
+      }
+      recvUs[mode].push((cpuUs() - t) / packets[mode].length);
+      if (failed > 0) throw new Error(`${failed} of the member's ${mode} packets did not decrypt`);
+    }
+  }
+  const opusUs = resampleOpusUs - resampleUs;
+  const row = (name: string, us: number, base: number): string[] => [
+    name,
+    fmt(us, 1),
+    fmt((us * 50) / 10_000, 2),
+    `${fmt(us - base, 1)} µs`,
+  ];
+  printTable(
+    `Discord with end-to-end encryption (DAVE v1, a real MLS group; the library's own send and receive code; median of 5, ${opus.length} frames)`,
+    ['per 20 ms frame', 'µs', '% of a core', 'vs the row it builds on'],
+    [
+      row('sent: resample + Opus (as above)', resampleOpusUs, resampleOpusUs),
+      row('sent: + transport (RTP, AES-256-GCM)', resampleOpusUs + median(sendUs.transport), resampleOpusUs),
+      row(
+        'sent: + DAVE (AES-128-GCM per frame) + transport',
+        resampleOpusUs + median(sendUs.dave),
+        resampleOpusUs + median(sendUs.transport),
+      ),
+      row(
+        'heard, per speaking member: transport + Opus decode + level',
+        median(recvUs.plain),
+        median(recvUs.plain),
+      ),
+      row('heard, per speaking member: + DAVE decrypt', median(recvUs.dave), median(recvUs.plain)),
+    ],
+  );
+  console.log(`(Opus encode alone: ${fmt(opusUs, 1)} µs a frame)`);
+  group.first.reset();
+  group.second.reset();
 }
 
 /** The connection half, in a child that trusts the fake voice server's certificate from its start. */

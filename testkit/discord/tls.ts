@@ -1,7 +1,8 @@
 /**
  * A self-signed certificate for localhost (openssl), and a CA bundle that adds it to what the process
  * already trusts through NODE_EXTRA_CA_CERTS. Node reads that variable when a process starts, so the
- * bundle is for processes started afterwards (vitest's workers, a benchmark's child).
+ * bundle is for processes started afterwards (vitest's workers, a benchmark's child). `testTls` is the
+ * certificate a test worker is given (made by test/tls-setup.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -38,4 +39,16 @@ export function makeTestCertificate(dir: string): TestCertificate {
   const bundle = join(dir, 'bundle.pem');
   writeFileSync(bundle, `${existing}\n${readFileSync(cert, 'utf8')}`);
   return { cert, key, bundle };
+}
+
+/** The test certificate made by test/tls-setup.ts. */
+export function testTls(): { cert: string; key: string } {
+  const cert = process.env['VOXBRIDGE_TEST_TLS_CERT'];
+  const key = process.env['VOXBRIDGE_TEST_TLS_KEY'];
+  if (!cert || !key) throw new Error('no test certificate: run under vitest (test/tls-setup.ts)');
+  return { cert: readPem(cert), key: readPem(key) };
+}
+
+function readPem(path: string): string {
+  return readFileSync(path, 'utf8');
 }

@@ -26,33 +26,30 @@
  * Resume payloads (with the last `seq` sent on the session), how each socket closed, and datagrams it
  * could not decrypt.
  *
- * `FakeMainGateway` stands in for the bot's main gateway connection: it is the `adapterCreator` that
- * `joinVoiceChannel` is given, answers the voice-state payload with the voice state and voice server
- * updates, and simulates kicks, moves, region changes and a shard going away.
+ * The bot's main gateway that points `@discordjs/voice` here is `FakeMainGateway` (`main-gateway.ts`);
+ * the RTP packets' encryption is `rtp.ts`'s.
  */
 import { rawText } from '../../src/http/ws-data.js';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
-import { readFileSync } from 'node:fs';
 import { EventEmitter, once } from 'node:events';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { DiscordGatewayAdapterCreator, DiscordGatewayAdapterLibraryMethods } from '@discordjs/voice';
 import OpusScript from 'opusscript';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { DaveChannel, DAVE_OP, type DavePeer } from './dave/delivery.js';
 import { DaveMember, type DaveMemberOptions } from './dave/member.js';
 import { ExternalSender, isDaveFrame } from './dave/mls.js';
+import { NONCE_BYTES, TAG_BYTES, open, seal } from './rtp.js';
+
+// What moved out of this file, still importable from here (the benchmarks and tests import it so).
+export { FakeMainGateway, type GatewayIds, type UpdateTiming, type VoiceEndpoint } from './main-gateway.js';
+export { loudVoice } from './rtp.js';
+export { testTls } from './tls.js';
 
 /** Discord's Opus silence frame, which players send after a stop. */
 const SILENCE = Buffer.from([0xf8, 0xff, 0xfe]);
-const OPUS_PT = 0x78;
 const FRAME_SAMPLES = 960;
-/** The rtpsize AEAD modes end a packet with a 16-byte tag, then a 4-byte nonce counter. */
-const TAG_BYTES = 16;
-const NONCE_BYTES = 4;
-/** One-byte RTP header extension profile (RFC 8285), the one Discord's packets carry. */
-const EXTENSION_PROFILE = 0xbede;
 
 export interface ReceivedPacket {
   /** performance.now() at arrival. */
@@ -725,230 +722,4 @@ export class FakeVoiceServer extends EventEmitter<FakeVoiceServerEvents> {
     this.packets.push(packet);
     this.emit('packet', packet);
   }
-}
-
-/** A 12-byte AES-GCM nonce: the 32-bit counter big-endian first, zeros after (as the library does). */
-function gcmNonce(counter: number): Buffer {
-  const nonce = Buffer.alloc(12);
-  nonce.writeUInt32BE(counter >>> 0, 0);
-  return nonce;
-}
-
-/**
- * An rtpsize AES-256-GCM packet's Opus payload. The unencrypted part is the 12-byte RTP header, its
- * CSRCs and, when the X bit is set, the 4-byte extension preamble (together the AAD); the extension
- * body is encrypted with the payload and dropped after decryption. Throws when it does not decrypt.
- */
-function open(key: Buffer, msg: Buffer): Buffer {
-  const first = msg[0]!;
-  const hasExtension = (first & 0x10) !== 0;
-  const hasPadding = (first & 0x20) !== 0;
-  let aadEnd = 12 + 4 * (first & 0x0f);
-  const extensionWords = hasExtension ? msg.readUInt16BE(aadEnd + 2) : 0;
-  if (hasExtension) aadEnd += 4;
-  const nonceStart = msg.length - NONCE_BYTES;
-  const tagStart = nonceStart - TAG_BYTES;
-  const decipher = createDecipheriv('aes-256-gcm', key, gcmNonce(msg.readUInt32BE(nonceStart)));
-  decipher.setAAD(msg.subarray(0, aadEnd));
-  decipher.setAuthTag(msg.subarray(tagStart, nonceStart));
-  let plain = Buffer.concat([decipher.update(msg.subarray(aadEnd, tagStart)), decipher.final()]);
-  if (hasPadding) plain = plain.subarray(0, plain.length - plain[plain.length - 1]!);
-  return plain.subarray(4 * extensionWords);
-}
-
-/**
- * The inverse of `open`, as Discord sends a member's audio: with `extension`, a 0xBEDE header
- * extension of one word (element id 1, one byte of data: an audio level, then padding).
- */
-function seal(
-  key: Buffer,
-  nonce: number,
-  rtp: { sequence: number; timestamp: number; ssrc: number },
-  opus: Buffer,
-  extension: boolean,
-): Buffer {
-  const header = Buffer.alloc(extension ? 16 : 12);
-  header[0] = extension ? 0x90 : 0x80;
-  header[1] = OPUS_PT;
-  header.writeUInt16BE(rtp.sequence, 2);
-  header.writeUInt32BE(rtp.timestamp >>> 0, 4);
-  header.writeUInt32BE(rtp.ssrc, 8);
-  if (extension) {
-    header.writeUInt16BE(EXTENSION_PROFILE, 12);
-    header.writeUInt16BE(1, 14);
-  }
-  const body = extension ? Buffer.concat([Buffer.from([0x10, 0x7f, 0, 0]), opus]) : opus;
-  const nonceBuffer = gcmNonce(nonce);
-  const cipher = createCipheriv('aes-256-gcm', key, nonceBuffer);
-  cipher.setAAD(header);
-  const sealed = Buffer.concat([cipher.update(body), cipher.final(), cipher.getAuthTag()]);
-  return Buffer.concat([header, sealed, nonceBuffer.subarray(0, NONCE_BYTES)]);
-}
-
-export interface GatewayIds {
-  guildId: string;
-  /** The bot's user id. */
-  userId: string;
-  /** The main gateway session id (default: random). */
-  sessionId?: string;
-  /** The voice token a VOICE_SERVER_UPDATE carries (default 'voice-token'). */
-  token?: string;
-}
-
-/** When the gateway's updates follow an event: 0 (default) in the same tick, else `afterMs` later. */
-export interface UpdateTiming {
-  afterMs?: number;
-}
-
-/**
- * The bot's main-gateway side of a guild's voice: `adapterCreator` for `joinVoiceChannel`. It answers
- * every voice-state payload (op 4) the library sends the way Discord does, pointing at `server`.
- */
-export class FakeMainGateway {
-  /** Op 4 payloads the library sent. */
-  readonly sent: Array<{
-    op: number;
-    d: { guild_id: string; channel_id: string | null; self_deaf: boolean; self_mute: boolean };
-  }> = [];
-  /** false: the shard is down and payloads cannot be sent. */
-  available = true;
-  /** Whether to answer joins (false: the voice server never comes, the join times out). */
-  answer = true;
-  /** Whether the library has destroyed its adapter (the connection was destroyed). */
-  adapterDestroyed = false;
-  /** The main gateway session id the voice states carry (the bot identifies with it). */
-  readonly sessionId: string;
-  /** The voice token the voice server updates carry. */
-  readonly token: string;
-  private methods: DiscordGatewayAdapterLibraryMethods | undefined;
-  private channelId: string | null = null;
-
-  constructor(
-    private server: FakeVoiceServer,
-    private readonly ids: GatewayIds,
-  ) {
-    this.sessionId = ids.sessionId ?? randomBytes(16).toString('hex');
-    this.token = ids.token ?? 'voice-token';
-  }
-
-  readonly adapterCreator: DiscordGatewayAdapterCreator = (methods) => {
-    this.methods = methods;
-    this.adapterDestroyed = false;
-    return {
-      sendPayload: (payload: unknown) => {
-        if (!this.available) return false;
-        const p = payload as FakeMainGateway['sent'][number];
-        this.sent.push(p);
-        if (this.answer) setTimeout(() => this.onPayload(p), 1);
-        return true;
-      },
-      destroy: () => {
-        this.methods = undefined;
-        this.adapterDestroyed = true;
-      },
-    };
-  };
-
-  /** The channel the bot was last put in (null: none). */
-  get channel(): string | null {
-    return this.channelId;
-  }
-
-  /** The bot is kicked from the channel (or the channel deleted): voice socket 4014, state with no channel. */
-  kick(): void {
-    this.channelId = null;
-    this.stateUpdate(null);
-    this.server.closeSocket(4014);
-  }
-
-  /**
-   * Someone moves the bot to another channel: 4014, then new updates, as Discord does. With `afterMs`,
-   * the updates come that much later, so the library sees the 4014 first (Disconnected).
-   */
-  move(channelId: string, timing: UpdateTiming = {}): void {
-    this.server.closeSocket(4014);
-    this.later(timing, () => {
-      this.channelId = channelId;
-      this.stateUpdate(channelId);
-      this.serverUpdate(this.server.endpoint);
-    });
-  }
-
-  /**
-   * A region change: the endpoint goes away, then another voice server is given (`afterMs` later, so
-   * the library's Disconnected state can be seen in between).
-   */
-  changeEndpoint(next: FakeVoiceServer, timing: UpdateTiming = {}): void {
-    this.serverUpdate(null);
-    this.server = next;
-    this.later(timing, () => this.serverUpdate(next.endpoint));
-  }
-
-  /** The shard went away: discord.js destroys its adapters. */
-  destroyAdapter(): void {
-    this.methods?.destroy();
-  }
-
-  private later({ afterMs = 0 }: UpdateTiming, fn: () => void): void {
-    if (afterMs > 0) setTimeout(fn, afterMs);
-    else fn();
-  }
-
-  private onPayload(p: FakeMainGateway['sent'][number]): void {
-    this.channelId = p.d.channel_id;
-    this.stateUpdate(p.d.channel_id);
-    if (p.d.channel_id !== null) this.serverUpdate(this.server.endpoint);
-  }
-
-  private stateUpdate(channelId: string | null): void {
-    this.methods?.onVoiceStateUpdate({
-      guild_id: this.ids.guildId,
-      channel_id: channelId,
-      user_id: this.ids.userId,
-      session_id: this.sessionId,
-      deaf: false,
-      mute: false,
-      self_deaf: false,
-      self_mute: false,
-      self_video: false,
-      suppress: false,
-      request_to_speak_timestamp: null,
-    });
-  }
-
-  private serverUpdate(endpoint: string | null): void {
-    if (endpoint !== null && this.channelId !== null) this.server.place(this.sessionId, this.channelId);
-    this.methods?.onVoiceServerUpdate({
-      guild_id: this.ids.guildId,
-      token: this.token,
-      endpoint,
-    });
-  }
-}
-
-/** The test certificate made by test/tls-setup.ts. */
-export function testTls(): { cert: string; key: string } {
-  const cert = process.env['VOXBRIDGE_TEST_TLS_CERT'];
-  const key = process.env['VOXBRIDGE_TEST_TLS_KEY'];
-  if (!cert || !key) throw new Error('no test certificate: run under vitest (test/tls-setup.ts)');
-  return { cert: readPem(cert), key: readPem(key) };
-}
-
-function readPem(path: string): string {
-  return readFileSync(path, 'utf8');
-}
-
-/** A member's "voice" for barge-in: a loud 180 Hz buzz with two harmonics, 48 kHz stereo, `ms` long. */
-export function loudVoice(ms: number): Int16Array {
-  const n = (48_000 * ms) / 1000;
-  const out = new Int16Array(n * 2);
-  for (let i = 0; i < n; i++) {
-    const t = i / 48_000;
-    const v =
-      6000 * Math.sin(2 * Math.PI * 180 * t) +
-      3000 * Math.sin(2 * Math.PI * 360 * t) +
-      1500 * Math.sin(2 * Math.PI * 720 * t);
-    out[2 * i] = out[2 * i + 1] = Math.round(v);
-  }
-  return out;
 }

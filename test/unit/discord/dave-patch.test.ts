@@ -6,7 +6,8 @@
  *
  * The session is the library's own `DAVESession` in a real MLS group: the bot and one member, both
  * @snazzah/davey sessions, joined the way the voice gateway joins them (its external sender's Add
- * proposal, built and signed with ts-mls; the bot's commit and welcome; transition 0).
+ * proposal, from the fake gateway's MLS side, testkit/discord/dave/mls.ts; the bot's commit and
+ * welcome; transition 0).
  */
 import { EventEmitter } from 'node:events';
 import { createRequire } from 'node:module';
@@ -19,24 +20,18 @@ import {
   type VoiceConnectionState,
 } from '@discordjs/voice';
 import { pino } from 'pino';
-import {
-  decodeMlsMessage,
-  encodeExternalSender,
-  encodeMlsMessage,
-  getCiphersuiteFromName,
-  getCiphersuiteImpl,
-  proposeExternal,
-  type GroupInfo,
-} from 'ts-mls';
-import { decodeKeyPackage } from 'ts-mls/keyPackage.js';
 import { describe, expect, it } from 'vitest';
 import { logDave, type DaveConnection } from '../../../adapters/discord/dave.js';
+import {
+  ExternalSender,
+  mlsVector,
+  readCommitWelcome,
+  welcomeFor,
+} from '../../../testkit/discord/dave/mls.js';
 
 const BOT = '100000000000000001';
 const MEMBER = '100000000000000002';
 const CHANNEL = '200000000000000001';
-/** DAVE v1's MLS ciphersuite (P-256, AES-128-GCM, SHA-256). */
-const CIPHERSUITE = 'MLS_128_DHKEMP256_AES128GCM_SHA256_P256' as const;
 /** An Opus packet (not the 3-byte silence frame, which the session passes through untouched). */
 const OPUS = Buffer.from([0x78, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09]);
 /** Failures in a row the session tolerates before it re-keys (the library's default, which voxbridge keeps). */
@@ -50,11 +45,6 @@ const BUILDS: ReadonlyArray<readonly [string, typeof EsmDAVESession]> = [
     (createRequire(import.meta.url)('@discordjs/voice') as typeof import('@discordjs/voice')).DAVESession,
   ],
 ];
-
-/** An MLS variable-size vector length header (RFC 9420 §2.1.2), for lengths under 16 KiB. */
-function varint(n: number): Buffer {
-  return n < 0x40 ? Buffer.from([n]) : Buffer.from([0x40 | (n >> 8), n & 0xff]);
-}
 
 /** A transition id before an MLS payload, as ops 29 and 30 carry it. */
 function withTransition(transitionId: number, payload: Buffer): Buffer {
@@ -75,14 +65,7 @@ function nextKeyPackage(session: DAVESession): Promise<Buffer> {
 async function groupOfTwo(
   Session: typeof EsmDAVESession,
 ): Promise<{ bot: DAVESession; member: DAVESession; firstKeyPackage: Buffer }> {
-  const cs = await getCiphersuiteImpl(getCiphersuiteFromName(CIPHERSUITE));
-  const { signKey, publicKey } = await cs.signature.keygen();
-  const externalSender = Buffer.from(
-    encodeExternalSender({
-      signaturePublicKey: publicKey,
-      credential: { credentialType: 'basic', identity: Buffer.from('voice-gateway') },
-    }),
-  );
+  const gateway = await ExternalSender.create();
 
   const bot = new Session(1, BOT, CHANNEL, { decryptionFailureTolerance: TOLERANCE });
   const member = new Session(1, MEMBER, CHANNEL, {});
@@ -91,41 +74,26 @@ async function groupOfTwo(
   bot.reinit();
   member.reinit();
   const firstKeyPackage = await botKeyPackage;
-  bot.setExternalSender(externalSender);
-  member.setExternalSender(externalSender);
+  bot.setExternalSender(gateway.packageBytes);
+  member.setExternalSender(gateway.packageBytes);
 
-  const keyPackage = decodeKeyPackage(await memberKeyPackage, 0)![0];
-  const groupId = Buffer.alloc(8);
-  groupId.writeBigUInt64BE(BigInt(CHANNEL));
-  // An external sender signs no group context (RFC 9420 §6.1): only the id, epoch and extensions count.
-  const groupInfo = {
-    groupContext: {
-      version: 'mls10',
-      cipherSuite: CIPHERSUITE,
-      groupId,
-      epoch: 0n,
-      treeHash: new Uint8Array(),
-      confirmedTranscriptHash: new Uint8Array(),
-      extensions: [{ extensionType: 'external_senders', extensionData: externalSender }],
-    },
-  } as unknown as GroupInfo;
-  const add = Buffer.from(
-    encodeMlsMessage(
-      await proposeExternal(groupInfo, { proposalType: 'add', add: { keyPackage } }, publicKey, signKey, cs),
-    ),
-  );
+  const keyPackage = await gateway.checkKeyPackage(await memberKeyPackage, MEMBER);
+  const add = await gateway.add(CHANNEL, 0n, keyPackage.keyPackage);
   const APPEND = 0;
   const commitWelcome = bot.processProposals(
-    Buffer.concat([Buffer.from([APPEND]), varint(add.length), add]),
+    Buffer.concat([Buffer.from([APPEND]), mlsVector([add.message], false)]),
     new Set([MEMBER]),
   );
   if (!commitWelcome) throw new Error('the bot made no commit');
-  const [, commitEnd] = decodeMlsMessage(commitWelcome, 0)!;
-  expect(bot.processCommit(withTransition(0, commitWelcome.subarray(0, commitEnd)))).toEqual({
+  const { commit, welcome } = readCommitWelcome(commitWelcome);
+  if (!welcome) throw new Error('the bot made no welcome');
+  const memberWelcome = welcomeFor(welcome, keyPackage.ref);
+  if (!memberWelcome) throw new Error("the welcome is not addressed to the member's key package");
+  expect(bot.processCommit(withTransition(0, commit))).toEqual({
     transitionId: 0,
     success: true,
   });
-  expect(member.processWelcome(withTransition(0, commitWelcome.subarray(commitEnd)))).toEqual({
+  expect(member.processWelcome(withTransition(0, memberWelcome))).toEqual({
     transitionId: 0,
     success: true,
   });
