@@ -40,6 +40,7 @@ import {
   START_SLOP_CELLS,
 } from './echo/cells.js';
 import { DelayTracker } from './echo/delay-tracker.js';
+import { EchoBound } from './echo/echo-bound.js';
 import { InboundBits } from './echo/inbound-bits.js';
 import { LossTracker } from './echo/loss-tracker.js';
 import { NoiseFloor } from './echo/noise-floor.js';
@@ -50,6 +51,12 @@ import { ReferenceMoves } from './echo/reference-moves.js';
 import { HOLDS_CALLER, HOLDS_ECHO, Verdict } from './echo/verdict.js';
 import { WideSearch } from './echo/wide-search.js';
 import type { VadSampleRate } from './sample-rate.js';
+
+/**
+ * The bot's cells (8 ms) on a call through which the echo is bounded lag by lag while no path is known
+ * (8 s: a call's first seconds; echo/echo-bound.ts costs about ten times the rule after them).
+ */
+const BOUND_CELLS = 1000;
 
 export { MAX_ECHO_DELAY_MS };
 
@@ -108,6 +115,7 @@ export class EchoEstimator {
   private readonly moves: ReferenceMoves;
   private readonly cancellation: Cancellation;
   private readonly status = new PathStatus();
+  private readonly bound = new EchoBound();
   private readonly verdict = new Verdict();
   /** The last cell held the caller. */
   private callerBefore = false;
@@ -163,6 +171,7 @@ export class EchoEstimator {
     this.moves.reset();
     this.cancellation.reset();
     this.status.reset();
+    this.bound.reset();
     this.callerBefore = false;
   }
 
@@ -234,7 +243,12 @@ export class EchoEstimator {
       // No delay known: any lag may hold the echo, as loud as a hybrid's loss lets it be; none was
       // found, or the line has shown none (a chance match settling), it may still be there, under what
       // the search sees.
-      this.verdict.predictUnknown(this.history, this.status.unknownGain(this.delay.cells !== undefined));
+      const gain = this.status.unknownGain(this.delay.cells !== undefined);
+      // A call's first seconds: the echo as bounded lag by lag (echo/echo-bound.ts); later, on a line
+      // whose path is still unknown, the bot at its loudest again, which costs a tenth as much.
+      if (this.status.playedCells <= BOUND_CELLS)
+        this.verdict.predictBounded(this.inBands, this.history, this.bound, gain);
+      else this.verdict.predictUnknown(this.history, gain);
     } else {
       const searching = this.search.searching;
       this.verdict.predict(

@@ -51,7 +51,9 @@ describe('shutdown', () => {
     await t.app.close({ graceMs: 300 });
     const elapsed = performance.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(290);
-    expect(elapsed).toBeLessThan(3000);
+    // Far less than the 40 s the speech would take: cut. (Closing the calls' workers took 3.75 s once
+    // with two other test files running on two cores; 550 ms alone.)
+    expect(elapsed).toBeLessThan(8000);
     const body = (await (await result).json()) as { status: string };
     expect(body.status).toBe('interrupted');
     await t.close();

@@ -59,6 +59,11 @@ export class PathStatus {
    */
   private quietLine = false;
 
+  /** Cells the bot played in on this call. */
+  get playedCells(): number {
+    return this.activeCells;
+  }
+
   /** A path has settled before on this call. */
   get settledBefore(): boolean {
     return this.everSettled;

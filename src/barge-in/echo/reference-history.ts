@@ -69,6 +69,25 @@ export class ReferenceHistory {
     return this.over(b, delay - slop, delay + slop);
   }
 
+  /**
+   * Every band of the cells `first` … `first + count − 1` back, band by band into `into` (band b's at
+   * `b × count + i`; 0 for lags not kept or negative), and whether the bot played in each into `played`.
+   */
+  bandsOver(first: number, count: number, into: Float64Array, played: Uint8Array): void {
+    for (let i = 0; i < count; i++) {
+      const lag = first + i;
+      if (lag < 0 || lag >= HISTORY) {
+        for (let b = 0; b < BANDS; b++) into[b * count + i] = 0;
+        played[i] = 0;
+        continue;
+      }
+      const s = this.slot(lag);
+      const at = s * BANDS;
+      for (let b = 0; b < BANDS; b++) into[b * count + i] = this.power[at + b]!;
+      played[i] = this.active[s]!;
+    }
+  }
+
   /** The loudest band of the cell `lag` cells back. */
   loudestAt(lag: number): number {
     const at = this.slot(lag) * BANDS;

@@ -8,6 +8,7 @@
  * predicted for it. Figures: docs/calls.md, _The verdict_ and _The canceller_.
  */
 import type { Cancellation } from './cancellation.js';
+import type { EchoBound } from './echo-bound.js';
 import { BANDS } from './cells.js';
 import type { LossTracker } from './loss-tracker.js';
 import { NOISE_BIAS } from './noise-floor.js';
@@ -39,6 +40,13 @@ const ECHO_VS_NOISE = 0.5;
  * louder than the one predicted, and that one alone does not pass for the caller.
  */
 const RAW_MARGIN_DB = 3;
+/**
+ * With no delay known and the echo bounded lag by lag (echo-bound.ts), a band holds the caller over
+ * the bound by this much: the bound is near the echo itself on a line whose path it has learnt, and
+ * the echo scatters around it.
+ */
+const BOUNDED_MARGIN_DB = 3;
+const BOUNDED_MARGIN = 10 ** (BOUNDED_MARGIN_DB / 10);
 
 const ECHO_MARGIN = 10 ** (ECHO_MARGIN_DB / 10);
 const RAW_MARGIN = 10 ** (RAW_MARGIN_DB / 10);
@@ -61,6 +69,8 @@ export class Verdict {
   private readonly line = new Float64Array(BANDS);
   /** The cell's prediction is at a known delay; the canceller's residual is judged. */
   private known = false;
+  /** The cell's prediction with no delay known is bounded lag by lag (`predictBounded`). */
+  private bounded = false;
   private cancellation: Cancellation | undefined;
   /** The window so far: its cells' powers summed per band, and its cells that may hold echo or the caller. */
   private readonly pooledIn = new Float64Array(BANDS);
@@ -90,6 +100,7 @@ export class Verdict {
     cancellation: Cancellation | undefined,
   ): void {
     this.known = true;
+    this.bounded = false;
     this.cancellation = cancellation;
     for (let b = 0; b < BANDS; b++) {
       const e = history.over(b, lo, hi) * loss.gainOf(b);
@@ -101,8 +112,20 @@ export class Verdict {
   /** The cell's echo with no delay known: the bot at its loudest over every lag, times `gain`. */
   predictUnknown(history: ReferenceHistory, gain: number): void {
     this.known = false;
+    this.bounded = false;
     this.cancellation = undefined;
     for (let b = 0; b < BANDS; b++) this.echo[b] = history.peakOf(b) * gain;
+  }
+
+  /**
+   * The cell's echo with no delay known, as `bound` has it once it has learnt the cell (`inBands`):
+   * at most `gain` under the reference.
+   */
+  predictBounded(inBands: Float64Array, history: ReferenceHistory, bound: EchoBound, gain: number): void {
+    this.known = false;
+    this.bounded = true;
+    this.cancellation = undefined;
+    bound.next(inBands, history, gain, this.echo);
   }
 
   /**
@@ -120,8 +143,9 @@ export class Verdict {
     // The echo is never cleaner than the line: codec noise and the path's distortion spread a little
     // of it over every band, which the reference does not have.
     const spread = (echoTotal * ECHO_SPREAD) / BANDS;
-    // With no delay known, the echo is taken at its loudest already: no margin on top.
-    const margin = this.known ? ECHO_MARGIN : 1;
+    // With no delay known, the echo is taken at its loudest already: no margin on top; as bounded
+    // lag by lag, it is near the echo itself, and the echo scatters around it.
+    const margin = this.known ? ECHO_MARGIN : this.bounded ? BOUNDED_MARGIN : 1;
     const resSpread = (resTotal * ECHO_SPREAD) / BANDS;
     let over = 0;
     for (let b = 0; b < BANDS; b++) {
