@@ -76,9 +76,9 @@ export class EchoBound {
         if (before < r) r = before;
         if (after < r) r = after;
         if (r < REF_BAND_MIN_POWER) continue;
-        const ratio = line / r;
         const at = base + lag;
-        if (ratio < least[at]!) least[at] = ratio;
+        // line / r < least, without a division in the common case (it is not).
+        if (line < least[at]! * r) least[at] = line / r;
         if (cells[at]! < MIN_CELLS) cells[at]!++;
       }
       // The reference's maximum over every run of SPAN lags: a forward and a backward pass in blocks
@@ -87,9 +87,9 @@ export class EchoBound {
         const v = ref[r0 + i]!;
         ahead[i] = k === 0 || ahead[i - 1]! < v ? v : ahead[i - 1]!;
       }
-      for (let i = READ - 1; i >= 0; i--) {
+      for (let i = READ - 1, k = (READ - 1) % SPAN; i >= 0; i--, k = k === 0 ? SPAN - 1 : k - 1) {
         const v = ref[r0 + i]!;
-        behind[i] = i === READ - 1 || (i + 1) % SPAN === 0 || behind[i + 1]! < v ? v : behind[i + 1]!;
+        behind[i] = i === READ - 1 || k === SPAN - 1 || behind[i + 1]! < v ? v : behind[i + 1]!;
       }
       let e = 0;
       for (let lag = 0; lag < UNKNOWN_LAGS; lag++) {
