@@ -427,6 +427,73 @@ describe('echo-aware barge-in detector', () => {
     );
   }, 120_000);
 
+  it('new utterances after 1–10 s of silence on converged near-silent lines (−60 dBFS, μ-law): their echo cuts at most 12 of 216 (the target is none)', async () => {
+    // Each reply's first moments: the path is known, the line is silent but for its μ-law floor, and the
+    // bot starts again; its echo must not pass for the caller. 50+ replies a line.
+    const random = seeded(11);
+    const lines = await Promise.all(
+      BOT_LINES.map(async (text, i) =>
+        atLevel(
+          resampleWhole(await espeakSpeech(text, i % 2 ? 'en-gb' : 'en-us', 50), ENGINE_RATE, RATE),
+          -20,
+        ),
+      ),
+    );
+    const parts: Int16Array[] = [];
+    const starts: number[] = [];
+    let length = 0;
+    for (let i = 0; starts.length < 54; i++) {
+      const pause = new Int16Array(Math.floor(RATE * (1 + random() * 9)));
+      parts.push(pause);
+      length += pause.length;
+      starts.push(length);
+      const reply = lines[i % lines.length]!;
+      parts.push(reply);
+      length += reply.length;
+    }
+    const track = new Int16Array(length + RATE);
+    let offset = 0;
+    for (const p of parts) {
+      track.set(p, offset);
+      offset += p.length;
+    }
+    // As the caller hears it: each reply up to ±30 ms from where the reference has it (a reply's
+    // playout estimate lands some ms from the last one's).
+    const heard = new Int16Array(track.length);
+    for (const [i, start] of starts.entries()) {
+      const off = Math.round((random() * 2 - 1) * 0.03 * RATE);
+      const reply = lines[i % lines.length]!;
+      heard.set(reply.subarray(0, Math.min(reply.length, heard.length - start - off)), start + off);
+    }
+    const cut: string[] = [];
+    for (const path of ECHO_PATHS) {
+      if (!path) continue;
+      const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: true, now: () => 0 });
+      const line = new EchoLine({ sampleRate: RATE, ...path, noiseDbfs: -60, seed: 5 });
+      for (let t = 0; t + CHUNK + ADVANCE <= track.length - RATE; t += CHUNK) {
+        const inbound = line.next(heard.subarray(t, t + CHUNK), CHUNK);
+        const onset = await detector.push(inbound, {
+          timestampMs: (t / RATE) * 1000,
+          botAudible: true,
+          reference: track.slice(t + ADVANCE, t + ADVANCE + CHUNK),
+        });
+        // The first 10 s: the path is being found (counted elsewhere).
+        if (onset && t > 10 * RATE) {
+          const reply = starts.findLastIndex((s) => s <= t);
+          cut.push(
+            `${path.delayMs} ms, ${path.erlDb} dB: ${((t - starts[reply]!) / RATE).toFixed(2)} s into reply ${reply}`,
+          );
+        }
+      }
+    }
+    // Not there yet (issue 42): 12 of the 216 replies are cut, most ~0.6 s into a reply on the 6 dB
+    // lines. The reply-start search (echo/wide-search.ts) ends after 20 cells when the delay matches
+    // best, and a reply's first syllables match neighbouring lags about as well: the delay stays up to
+    // 3 cells off, its echo is predicted against a loss measured off the path, and it passes for the
+    // caller (docs/calls.md, _Still open_). This holds the count from growing until that is fixed.
+    expect(cut.length, cut.join('\n')).toBeLessThanOrEqual(12);
+  }, 300_000);
+
   it('on a noisy line without echo (10 dB SNR), the caller talking over the bot is heard as when the bot is silent', async () => {
     // The estimator's energy rule would miss soft onsets in that noise: once the line is found clean,
     // Silero judges what rises over its noise, exactly as with the bot silent.
