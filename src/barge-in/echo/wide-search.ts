@@ -4,7 +4,8 @@
  * one's: the path has not moved, its delay as seen has), after a gap in the far end's playout, and when
  * the reference moved. Meanwhile the echo is predicted from the loudest reference over those lags and
  * the loss is left alone, while the bit distance at each of them is summed over `REALIGN_CELLS` cells
- * that the echo explains (not the caller, not a key) with the caller's line active. Then the delay
+ * that the echo explains (not the caller, not a key) with the caller's line active (at a reply's start,
+ * `START_REALIGN_CELLS`). Then the delay
  * moves to the best of them when that one is a clear match and beats the delay; either way the search
  * ends, at the latest after `START_CELLS` cells of the bot at the delay. A search for an echo known to
  * have left the delay (`lost`: a gap, a move) goes on, round after round, until it is found.
@@ -20,6 +21,12 @@ const START_CELLS = 60;
 const START_GAP_CELLS = 20;
 /** Cells whose bit distances are summed before the delay may move. */
 const REALIGN_CELLS = 20;
+/**
+ * At a reply's start, cells summed before the search decides (240 ms of the echo): its first syllables
+ * match neighbouring lags about as well, and after 20 cells the search kept a delay up to 3 cells off
+ * on near-silent lines, whose echo then passed for the caller (docs/calls.md, _Still open_).
+ */
+export const START_REALIGN_CELLS = 30;
 /**
  * A clear match: under this many bits a band, on a line with little noise (what a true alignment
  * measures: docs/calls.md, _A reply's placement_).
@@ -140,10 +147,11 @@ export class WideSearch {
       this.distance[i] = this.distance[i]! + d;
       this.count[i] = this.count[i]! + 1;
     }
-    if (++this.cells < REALIGN_CELLS) return false;
+    const needed = this.lostEcho ? REALIGN_CELLS : START_REALIGN_CELLS;
+    if (++this.cells < needed) return false;
     // Mean distance per lag, among lags whose reference played in at least half the cells.
     const mean = (i: number): number =>
-      this.count[i]! < REALIGN_CELLS / 2 ? Number.POSITIVE_INFINITY : this.distance[i]! / this.count[i]!;
+      this.count[i]! < needed / 2 ? Number.POSITIVE_INFINITY : this.distance[i]! / this.count[i]!;
     const at = Math.max(0, Math.min(hi - lo, delay - lo));
     let best = at;
     for (let i = 0; i <= hi - lo; i++) if (mean(i) < mean(best)) best = i;

@@ -427,7 +427,7 @@ describe('echo-aware barge-in detector', () => {
     );
   }, 120_000);
 
-  it('new utterances after 1–10 s of silence on converged near-silent lines (−60 dBFS, μ-law): their echo cuts at most 12 of 216 (the target is none)', async () => {
+  it('new utterances after 1–10 s of silence on converged near-silent lines (−60 dBFS, μ-law): their echo cuts at most 7 of 216 (the target is none)', async () => {
     // Each reply's first moments: the path is known, the line is silent but for its μ-law floor, and the
     // bot starts again; its echo must not pass for the caller. 50+ replies a line.
     const random = seeded(11);
@@ -486,12 +486,13 @@ describe('echo-aware barge-in detector', () => {
         }
       }
     }
-    // Not there yet (issue 42): 12 of the 216 replies are cut, most ~0.6 s into a reply on the 6 dB
-    // lines. The reply-start search (echo/wide-search.ts) ends after 20 cells when the delay matches
-    // best, and a reply's first syllables match neighbouring lags about as well: the delay stays up to
-    // 3 cells off, its echo is predicted against a loss measured off the path, and it passes for the
-    // caller (docs/calls.md, _Still open_). This holds the count from growing until that is fixed.
-    expect(cut.length, cut.join('\n')).toBeLessThanOrEqual(12);
+    // Not there yet (issue 42): the reply-start search (echo/wide-search.ts) decided after 20 cells,
+    // and a reply's first syllables match neighbouring lags about as well: the delay stayed up to 3
+    // cells off, the loss measured there read ~4 dB too high, and 12 of these 216 replies were cut,
+    // most ~0.6 s in on the 6 dB lines. Deciding after 30 cells, 7 (2 when the whole file runs before
+    // it, on the same inputs: something in the shared model carries over, to look into). This holds
+    // the count from growing until none are cut.
+    expect(cut.length, cut.join('\n')).toBeLessThanOrEqual(7);
   }, 300_000);
 
   it('on a noisy line without echo (10 dB SNR), the caller talking over the bot is heard as when the bot is silent', async () => {

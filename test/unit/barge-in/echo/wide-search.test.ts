@@ -1,7 +1,7 @@
 /** The wide search alone: a reply's start, a lost echo, on random bit patterns. */
 import { describe, expect, it } from 'vitest';
 import { HISTORY, WIDE_LAGS } from '../../../../src/barge-in/echo/cells.js';
-import { WideSearch } from '../../../../src/barge-in/echo/wide-search.js';
+import { START_REALIGN_CELLS, WideSearch } from '../../../../src/barge-in/echo/wide-search.js';
 import { FakeReference } from './fake-reference.js';
 
 /** Up to `cells` cells of the echo `lag` cells behind (undefined: none); the cell the delay moved at. */
@@ -36,7 +36,7 @@ describe('wide search', () => {
     search.widen(25, 35);
     expect(search.searching).toBe(true);
     expect([search.from, search.to]).toEqual([25, 35]);
-    expect(run(search, reference, 33, 30, 40)).toBe(19);
+    expect(run(search, reference, 33, 30, 40)).toBe(START_REALIGN_CELLS - 1);
     expect([search.movedTo, search.movedBy]).toEqual([33, 3]);
     expect(search.searching).toBe(false);
   });
