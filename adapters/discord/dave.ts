@@ -20,6 +20,7 @@ import {
   type VoiceConnectionState,
 } from '@discordjs/voice';
 import type { Logger } from 'pino';
+import type { KeptConnection } from './connection-keeper.js';
 
 /** The end-to-end encryption of a guild's voice, as `GET /discord/guilds/{id}` shows it. */
 export interface E2eeState {
@@ -50,18 +51,8 @@ export function daveSessionOf(state: VoiceConnectionState): DAVESession | undefi
   return networking && daveOf(networking.state);
 }
 
-/** What the DAVE log needs of a `VoiceConnection`. */
-export interface DaveConnection {
-  readonly state: VoiceConnectionState;
-  on(
-    event: 'stateChange',
-    listener: (oldState: VoiceConnectionState, newState: VoiceConnectionState) => void,
-  ): unknown;
-  off(
-    event: 'stateChange',
-    listener: (oldState: VoiceConnectionState, newState: VoiceConnectionState) => void,
-  ): unknown;
-}
+/** What the DAVE log needs of a `VoiceConnection`: its state and state changes, as the keeper's. */
+export type DaveConnection = Pick<KeptConnection, 'state' | 'on' | 'off'>;
 
 /**
  * One "Failed to decrypt a packet" line a second at most: the session says it for every packet it
