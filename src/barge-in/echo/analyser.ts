@@ -22,32 +22,43 @@ function hann(n: number): Float64Array {
   return Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));
 }
 
-/** Parseval with the Hann window's mean square (3/8): a band's value is the signal's power there. */
-function bandScale(n: number): number {
-  return 1 / (n * n * 0.375);
-}
-
-export class PairAnalyser {
-  readonly hopSamples: number;
-  private readonly inFrame: Float64Array;
-  private readonly refFrame: Float64Array;
-  private readonly window: Float64Array;
-  private readonly re: Float64Array;
-  private readonly im: Float64Array;
-  /** Its plan, kept: no look-up by length for each transform. */
-  private readonly fft: FftPlan;
-  private readonly scale: number;
+/**
+ * One hop's transform: a frame of two hops, its Hann window, the FFT's buffers and plan (kept: no
+ * look-up by length for each transform), and Parseval's scale with the window's mean square (3/8), by
+ * which a band's value is the signal's power there.
+ */
+class HopTransform {
+  readonly hop: number;
+  readonly window: Float64Array;
+  readonly re: Float64Array;
+  readonly im: Float64Array;
+  readonly fft: FftPlan;
+  readonly scale: number;
 
   constructor(sampleRate: VadSampleRate) {
-    this.hopSamples = hopSamples(sampleRate);
-    const n = this.hopSamples * 2;
-    this.inFrame = new Float64Array(n);
-    this.refFrame = new Float64Array(n);
+    this.hop = hopSamples(sampleRate);
+    const n = this.hop * 2;
     this.window = hann(n);
     this.re = new Float64Array(n);
     this.im = new Float64Array(n);
     this.fft = fftPlan(n);
-    this.scale = bandScale(n);
+    this.scale = 1 / (n * n * 0.375);
+  }
+}
+
+export class PairAnalyser {
+  private readonly t: HopTransform;
+  private readonly inFrame: Float64Array;
+  private readonly refFrame: Float64Array;
+
+  constructor(sampleRate: VadSampleRate) {
+    this.t = new HopTransform(sampleRate);
+    this.inFrame = new Float64Array(this.t.re.length);
+    this.refFrame = new Float64Array(this.t.re.length);
+  }
+
+  get hopSamples(): number {
+    return this.t.hop;
   }
 
   /**
@@ -61,7 +72,8 @@ export class PairAnalyser {
     inBands: Float64Array,
     refBands: Float64Array,
   ): number {
-    const { hopSamples: hop, inFrame, refFrame, re, im, window } = this;
+    const { inFrame, refFrame } = this;
+    const { hop, re, im, window, fft, scale } = this.t;
     const n = re.length;
     inFrame.copyWithin(0, hop);
     refFrame.copyWithin(0, hop);
@@ -73,7 +85,7 @@ export class PairAnalyser {
       re[i] = inFrame[i]! * window[i]!;
       im[i] = refFrame[i]! * window[i]!;
     }
-    this.fft.transform(re, im);
+    fft.transform(re, im);
     let refTotal = 0;
     for (let b = 0; b < BANDS; b++) {
       let pIn = 0;
@@ -89,8 +101,8 @@ export class PairAnalyser {
         pRef += ((ai + bi) ** 2 + (br - ar) ** 2) / 4;
       }
       // Both halves of the spectrum, per bin.
-      inBands[b] = (2 * pIn * this.scale) / BINS_PER_BAND;
-      refBands[b] = (2 * pRef * this.scale) / BINS_PER_BAND;
+      inBands[b] = (2 * pIn * scale) / BINS_PER_BAND;
+      refBands[b] = (2 * pRef * scale) / BINS_PER_BAND;
       refTotal += refBands[b]!;
     }
     return refTotal;
@@ -103,28 +115,18 @@ export class PairAnalyser {
 }
 
 export class SignalAnalyser {
-  private readonly hop: number;
+  private readonly t: HopTransform;
   private readonly frame: Float64Array;
-  private readonly window: Float64Array;
-  private readonly re: Float64Array;
-  private readonly im: Float64Array;
-  private readonly fft: FftPlan;
-  private readonly scale: number;
 
   constructor(sampleRate: VadSampleRate) {
-    this.hop = hopSamples(sampleRate);
-    const n = this.hop * 2;
-    this.frame = new Float64Array(n);
-    this.window = hann(n);
-    this.re = new Float64Array(n);
-    this.im = new Float64Array(n);
-    this.fft = fftPlan(n);
-    this.scale = bandScale(n);
+    this.t = new HopTransform(sampleRate);
+    this.frame = new Float64Array(this.t.re.length);
   }
 
   /** The next hop of the signal (its first `hopSamples`); writes the bands of the frame into `bands`. */
   push(samples: Float64Array, bands: Float64Array): void {
-    const { hop, frame, re, im, window } = this;
+    const { frame } = this;
+    const { hop, re, im, window, fft, scale } = this.t;
     const n = re.length;
     frame.copyWithin(0, hop);
     for (let i = 0; i < hop; i++) frame[hop + i] = samples[i]!;
@@ -132,12 +134,12 @@ export class SignalAnalyser {
       re[i] = frame[i]! * window[i]!;
       im[i] = 0;
     }
-    this.fft.transform(re, im);
+    fft.transform(re, im);
     for (let b = 0; b < BANDS; b++) {
       let p = 0;
       const first = FIRST_BIN + b * BINS_PER_BAND;
       for (let k = first; k < first + BINS_PER_BAND; k++) p += re[k]! * re[k]! + im[k]! * im[k]!;
-      bands[b] = (2 * p * this.scale) / BINS_PER_BAND;
+      bands[b] = (2 * p * scale) / BINS_PER_BAND;
     }
   }
 

@@ -138,23 +138,8 @@ export class DaveChannel {
     for (const o of this.peers.values()) o.peer.sendJson(DAVE_OP.clientDisconnect, { user_id: userId });
     this.serially(async () => {
       // Its in-flight add is revoked; it is removed from the group.
-      const stale = this.inflight.filter((p) => p.kind === 'add' && p.userId === userId);
-      if (stale.length > 0) {
-        this.inflight = this.inflight.filter((p) => !stale.includes(p));
-        this.broadcastProposals(
-          1,
-          stale.map((p) => p.ref),
-          this.established ? this.members : this.pendingWithGroup(),
-        );
-      }
-      const leaf = this.leaves.get(userId);
-      if (leaf === undefined) return;
-      this.leaves.delete(userId);
-      if (this.leaves.size <= 1) {
-        this.soleMemberReset();
-        return;
-      }
-      await this.propose('remove', userId, undefined, leaf);
+      this.revokeAdds(userId);
+      await this.removeFromGroup(userId);
     });
   }
 
@@ -177,13 +162,9 @@ export class DaveChannel {
     } else if (op === DAVE_OP.invalidCommitWelcome) {
       this.events.push({ kind: 'invalid', userId, transitionId: Number(d['transition_id']) });
       this.serially(async () => {
-        const leaf = this.leaves.get(userId);
         const state = this.peers.get(userId);
         if (state) state.keyPackage = undefined; // its new key package follows
-        if (leaf === undefined) return;
-        this.leaves.delete(userId);
-        if (this.leaves.size <= 1) this.soleMemberReset();
-        else await this.propose('remove', userId, undefined, leaf);
+        await this.removeFromGroup(userId);
       });
     }
   }
@@ -209,15 +190,7 @@ export class DaveChannel {
       return;
     }
     // A replaced key package: its earlier add is revoked.
-    const stale = this.inflight.filter((p) => p.kind === 'add' && p.userId === state.peer.userId);
-    if (stale.length > 0) {
-      this.inflight = this.inflight.filter((p) => !stale.includes(p));
-      this.broadcastProposals(
-        1,
-        stale.map((p) => p.ref),
-        this.established ? this.members : this.pendingWithGroup(),
-      );
-    }
+    this.revokeAdds(state.peer.userId);
     state.keyPackage = checked;
     const leaf = this.leaves.get(state.peer.userId);
     if (leaf !== undefined) {
@@ -244,6 +217,27 @@ export class DaveChannel {
           ]),
         );
     }
+  }
+
+  /** Revokes the in-flight adds of `userId` (it left, or sent another key package). */
+  private revokeAdds(userId: string): void {
+    const stale = this.inflight.filter((p) => p.kind === 'add' && p.userId === userId);
+    if (stale.length === 0) return;
+    this.inflight = this.inflight.filter((p) => !stale.includes(p));
+    this.broadcastProposals(
+      1,
+      stale.map((p) => p.ref),
+      this.established ? this.members : this.pendingWithGroup(),
+    );
+  }
+
+  /** Takes `userId` out of the group: a Remove for the others, or a reset when one is left. */
+  private async removeFromGroup(userId: string): Promise<void> {
+    const leaf = this.leaves.get(userId);
+    if (leaf === undefined) return;
+    this.leaves.delete(userId);
+    if (this.leaves.size <= 1) this.soleMemberReset();
+    else await this.propose('remove', userId, undefined, leaf);
   }
 
   /** Broadcasts one proposal for the current epoch to the members that must commit it. */
