@@ -217,10 +217,12 @@ function onsetFigures(
 
 async function runCase(n: number, rounds: number): Promise<CaseResult> {
   const started = performance.now();
-  // TALKERS_ECHO=false measures the 400 ms rule alone (calls.bargeIn.echo: false), for a baseline.
+  // TALKERS_ECHO=false measures the 400 ms rule alone (calls.bargeIn.echo: false), for a baseline;
+  // TALKERS_BARGE_IN=false no detection at all (the app's pacing alone: its CPU is the floor).
   const echo = process.env['TALKERS_ECHO'] !== 'false';
+  const enabled = process.env['TALKERS_BARGE_IN'] !== 'false';
   const bench = await startBenchApp('talkers', {
-    calls: { defaultFlow: null, maxCalls: n + 10, bargeIn: { echo } },
+    calls: { defaultFlow: null, maxCalls: n + 10, bargeIn: { echo, enabled } },
   });
   const { app } = bench;
   const client = fork(fileURLToPath(new URL('./talker-client.js', import.meta.url)), { stdio: 'inherit' });

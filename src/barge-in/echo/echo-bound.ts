@@ -43,9 +43,18 @@ export class EchoBound {
   /** Every band's reference over the lags read (band by band), and whether the bot played there. */
   private readonly ref = new Float64Array(BANDS * READ);
   private readonly played = new Uint8Array(READ);
-  /** One band's sliding maxima (van Herk / Gil-Werman). */
-  private readonly ahead = new Float64Array(READ);
-  private readonly behind = new Float64Array(READ);
+  /**
+   * Per band and reference cell read: the largest gain of the lags whose spread takes the cell in
+   * (`gainAround`), kept until a bound of the band, or the cap, changes (after the first second or
+   * two, seldom: the bounds only fall, and soon stop falling).
+   */
+  private readonly around = new Float64Array(BANDS * READ);
+  private readonly stale = new Uint8Array(BANDS);
+  private cap = Number.NaN;
+  /** One band's gains per lag, and their sliding maxima (van Herk / Gil-Werman). */
+  private readonly gains = new Float64Array(UNKNOWN_LAGS);
+  private readonly ahead = new Float64Array(UNKNOWN_LAGS);
+  private readonly behind = new Float64Array(UNKNOWN_LAGS);
 
   constructor() {
     this.reset();
@@ -55,10 +64,15 @@ export class EchoBound {
    * One cell of the line (`inBands`): learnt against the reference at every lag where the bot played,
    * then, per band into `out`, the loudest echo the line may hold now: at each lag the bound (at most
    * `gain`, a hybrid's worst; `gain` where the lag was not heard long enough to bound it) times the
-   * reference at its loudest around the lag.
+   * reference at its loudest around the lag. Taken reference cell by reference cell (each times the
+   * largest gain of the lags around it), which is the same maximum over the same products.
    */
   next(inBands: Float64Array, history: ReferenceHistory, gain: number, out: Float64Array): void {
-    const { least, cells, ref, played, ahead, behind } = this;
+    const { least, cells, ref, played, around, stale } = this;
+    if (gain !== this.cap) {
+      this.cap = gain;
+      stale.fill(1);
+    }
     // ref[b × READ + i] is band b at lag i − SPREAD.
     history.bandsOver(-SPREAD, READ, ref, played);
     for (let b = 0; b < BANDS; b++) {
@@ -77,42 +91,78 @@ export class EchoBound {
         if (after < r) r = after;
         if (r < REF_BAND_MIN_POWER) continue;
         const at = base + lag;
+        const c = cells[at]!;
         // line / r < least, without a division in the common case (it is not).
-        if (line < least[at]! * r) least[at] = line / r;
-        if (cells[at]! < MIN_CELLS) cells[at]!++;
+        if (line < least[at]! * r) {
+          least[at] = line / r;
+          if (c >= MIN_CELLS) stale[b] = 1;
+        }
+        if (c < MIN_CELLS) {
+          cells[at] = c + 1;
+          if (c + 1 === MIN_CELLS) stale[b] = 1;
+        }
       }
-      // The reference's maximum over every run of SPAN lags: a forward and a backward pass in blocks
-      // of SPAN, then the loudest bound echo.
-      for (let i = 0, k = 0; i < READ; i++, k = k + 1 === SPAN ? 0 : k + 1) {
-        const v = ref[r0 + i]!;
-        ahead[i] = k === 0 || ahead[i - 1]! < v ? v : ahead[i - 1]!;
-      }
-      for (let i = READ - 1, k = (READ - 1) % SPAN; i >= 0; i--, k = k === 0 ? SPAN - 1 : k - 1) {
-        const v = ref[r0 + i]!;
-        behind[i] = i === READ - 1 || k === SPAN - 1 || behind[i + 1]! < v ? v : behind[i + 1]!;
+      if (stale[b] === 1) {
+        this.gainAround(b, gain);
+        stale[b] = 0;
       }
       let e = 0;
-      for (let lag = 0; lag < UNKNOWN_LAGS; lag++) {
-        // Lags lag − SPREAD … lag + SPREAD are ref[lag] … ref[lag + SPAN − 1].
-        const a = behind[lag]!;
-        const z = ahead[lag + SPAN - 1]!;
-        const around = a > z ? a : z;
-        if (around === 0) continue;
-        const at = base + lag;
-        let g = gain;
-        if (cells[at]! >= MIN_CELLS) {
-          const bound = least[at]! * MARGIN;
-          if (bound < g) g = bound;
-        }
-        const v = g * around;
+      for (let i = 0; i < READ; i++) {
+        const v = ref[r0 + i]! * around[r0 + i]!;
         if (v > e) e = v;
       }
       out[b] = e;
     }
   }
 
+  /**
+   * Band `b`'s gain per lag (its bound, at most `gain`; `gain` where not heard long enough), and for
+   * each reference cell read the largest of those of the lags within `SPREAD` of it: reference cell i
+   * (lag i − SPREAD) is around lags i − 2·SPREAD … i.
+   */
+  private gainAround(b: number, gain: number): void {
+    const { least, cells, gains, ahead, behind, around } = this;
+    const base = b * UNKNOWN_LAGS;
+    for (let lag = 0; lag < UNKNOWN_LAGS; lag++) {
+      let g = gain;
+      if (cells[base + lag]! >= MIN_CELLS) {
+        const bound = least[base + lag]! * MARGIN;
+        if (bound < g) g = bound;
+      }
+      gains[lag] = g;
+    }
+    // Sliding maxima over every run of SPAN lags: a forward and a backward pass in blocks of SPAN.
+    const n = UNKNOWN_LAGS;
+    for (let i = 0, k = 0; i < n; i++, k = k + 1 === SPAN ? 0 : k + 1) {
+      const v = gains[i]!;
+      ahead[i] = k === 0 || ahead[i - 1]! < v ? v : ahead[i - 1]!;
+    }
+    for (let i = n - 1, k = (n - 1) % SPAN; i >= 0; i--, k = k === 0 ? SPAN - 1 : k - 1) {
+      const v = gains[i]!;
+      behind[i] = i === n - 1 || k === SPAN - 1 || behind[i + 1]! < v ? v : behind[i + 1]!;
+    }
+    const r0 = b * READ;
+    for (let i = 0; i < READ; i++) {
+      // Lags lo … hi, clipped to those there are.
+      const lo = i - SPAN + 1 < 0 ? 0 : i - SPAN + 1;
+      const hi = i < n ? i : n - 1;
+      let m: number;
+      if (hi - lo + 1 === SPAN) {
+        const a = behind[lo]!;
+        const z = ahead[hi]!;
+        m = a > z ? a : z;
+      } else {
+        m = 0;
+        for (let lag = lo; lag <= hi; lag++) if (gains[lag]! > m) m = gains[lag]!;
+      }
+      around[r0 + i] = m;
+    }
+  }
+
   reset(): void {
     this.least.fill(Number.POSITIVE_INFINITY);
     this.cells.fill(0);
+    this.stale.fill(1);
+    this.cap = Number.NaN;
   }
 }
