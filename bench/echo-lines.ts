@@ -8,6 +8,9 @@
  * First the bot talks to callers who only echo it (`ECHO_SECONDS` each): every clear is a false
  * barge-in. Then, round after round, each caller talks over the bot 1.5–3 s into a reply: onset (the
  * frame carrying the speech onset leaves) → the clear arriving, or missed when none comes within 2 s.
+ * Then a call's first seconds, while its echo path is being found: `FIRST_CALLS` fresh calls per line,
+ * one after another, each caller talking over the bot's first words 0.3–2.7 s into the call (onset →
+ * clear, misses, and calls cut before the caller spoke).
  * The same run with `calls.bargeIn.echo: false` (the 400 ms rule alone) is the baseline.
  */
 import WebSocket from 'ws';
@@ -27,6 +30,10 @@ import { fmt, percentile, printTable } from './stats.js';
 const RATE = 8000;
 const ECHO_SECONDS = Number(process.env['ECHO_SECONDS'] ?? 60);
 const ROUNDS = Number(process.env['ROUNDS'] ?? 8);
+const FIRST_CALLS = Number(process.env['FIRST_CALLS'] ?? 6);
+/** A first-seconds call: the caller's onset this far into the bot's first words (ms), spread over the calls. */
+const FIRST_ONSET_FROM_MS = 300;
+const FIRST_ONSET_TO_MS = 2700;
 const REPLY =
   'Thank you for waiting. I will now read you the full terms of your booking, so please listen carefully. '.repeat(
     30,
@@ -141,6 +148,8 @@ interface LineResult {
   decidedAfterMs: number[];
   decisionToClearMs: number[];
   missed: number;
+  /** A call's first seconds (fresh calls): onset → clear, misses, and calls cut before the caller spoke. */
+  first: { onsetToClearMs: number[]; missed: number; cutBefore: number; calls: number };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -216,6 +225,7 @@ async function runLines(
           decidedAfterMs: [],
           decisionToClearMs: [],
           missed: 0,
+          first: { onsetToClearMs: [], missed: 0, cutBefore: 0, calls: 0 },
         };
         for (let round = 0; round < ROUNDS; round++) {
           await say(bench, caller.callSid, REPLY);
@@ -250,12 +260,75 @@ async function runLines(
           await interrupt(bench, caller.callSid);
           await sleep(300);
         }
+        for (let k = 0; k < FIRST_CALLS; k++) {
+          const onsetAtMs =
+            FIRST_ONSET_FROM_MS +
+            ((FIRST_ONSET_TO_MS - FIRST_ONSET_FROM_MS) * ((k * 5 + ci) % FIRST_CALLS)) /
+              Math.max(1, FIRST_CALLS - 1);
+          await firstSeconds(
+            bench,
+            url,
+            caller.spec,
+            1000 + ci * 100 + k,
+            onsetAtMs,
+            speech[(k + ci) % speech.length]!,
+            result.first,
+          );
+        }
         return result;
       }),
     );
   } finally {
     for (const c of callers) c.close();
     await bench.close();
+  }
+}
+
+/**
+ * One fresh call on `line`: the bot starts its reply, and the caller talks `onsetAtMs` into it (as
+ * heard: the audio received so far), before the echo path can be known. Counted into `into`.
+ */
+async function firstSeconds(
+  bench: BenchApp,
+  url: string,
+  line: Line,
+  index: number,
+  onsetAtMs: number,
+  utterance: { samples: Int16Array; onset: number },
+  into: LineResult['first'],
+): Promise<void> {
+  const caller = new EchoCaller(url, index, line);
+  try {
+    await caller.start();
+    const deadline = performance.now() + 5000;
+    while (bench.app.calls.get(caller.callSid)?.state.status !== 'active') {
+      if (performance.now() > deadline) throw new Error('a first-seconds call did not start');
+      await sleep(10);
+    }
+    await say(bench, caller.callSid, REPLY);
+    const heardBy = performance.now() + 10_000;
+    // The caller's speech begins `onsetAtMs` into what they heard: they start talking that much
+    // earlier by the utterance's own lead-in.
+    const startAtMs = Math.max(0, onsetAtMs - (utterance.onset / RATE) * 1000);
+    while (caller.receivedMs < startAtMs && performance.now() < heardBy) await sleep(5);
+    into.calls++;
+    if (caller.clears.length > 0) {
+      into.cutBefore++;
+      return;
+    }
+    caller.talk(utterance.samples, utterance.onset);
+    const until = performance.now() + 2000 + (utterance.onset / RATE) * 1000;
+    while (caller.clears.length === 0 && performance.now() < until) await sleep(2);
+    const clearAt = caller.clears[0];
+    const sentAt = caller.onsetSentAt;
+    if (clearAt !== undefined && sentAt !== undefined && clearAt >= sentAt)
+      into.onsetToClearMs.push(clearAt - sentAt);
+    else if (clearAt !== undefined) into.cutBefore++;
+    else into.missed++;
+    while (caller.talking) await sleep(20);
+  } finally {
+    caller.close();
+    await sleep(200);
   }
 }
 
@@ -322,6 +395,35 @@ export async function benchEchoLines(): Promise<void> {
     groups.flatMap(([name, match]) => [
       row(`${name}: echo-aware`, withEcho.filter(match)),
       row(`${name}: 400 ms rule (echo: false)`, baseline.filter(match)),
+    ]),
+  );
+  const firstRow = (name: string, rs: LineResult[]): string[] => {
+    const clears = rs.flatMap((r) => r.first.onsetToClearMs);
+    const calls = rs.reduce((n, r) => n + r.first.calls, 0);
+    const missed = rs.reduce((n, r) => n + r.first.missed, 0);
+    const cut = rs.reduce((n, r) => n + r.first.cutBefore, 0);
+    return [
+      name,
+      fmt(percentile(clears, 50), 0),
+      fmt(percentile(clears, 95), 0),
+      `${clears.length} of ${calls}`,
+      String(missed),
+      String(cut),
+    ];
+  };
+  printTable(
+    `A call's first seconds (${FIRST_CALLS} fresh calls per line, the caller's onset ${FIRST_ONSET_FROM_MS / 1000}–${FIRST_ONSET_TO_MS / 1000} s into the bot's first words)`,
+    [
+      'lines',
+      'onset → clear p50 (ms)',
+      'p95 (ms)',
+      'caught',
+      'missed (no clear in 2 s)',
+      'cut before the caller spoke',
+    ],
+    groups.flatMap(([name, match]) => [
+      firstRow(`${name}: echo-aware`, withEcho.filter(match)),
+      firstRow(`${name}: 400 ms rule (echo: false)`, baseline.filter(match)),
     ]),
   );
   printTable(
