@@ -101,6 +101,11 @@ export class PathStatus {
     return this.foundClean;
   }
 
+  /** Whether the line was found clean (as `clean` last found it), without looking again. */
+  wasClean(delayFound: boolean): boolean {
+    return !delayFound && this.foundAbsent && this.foundClean;
+  }
+
   /**
    * With no settled path, how loud the echo may be against the bot at its loudest: a hybrid's worst,
    * or where none was found or the line has shown none, under what the search sees.
