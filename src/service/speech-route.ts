@@ -4,6 +4,7 @@ import { WorkerQueueFullError } from '../async/worker-pool.js';
 import { BodyTooLargeError, readBody } from '../http/http.js';
 import { DEFAULT_OUTPUT_FORMAT, FORMAT_INFO, isOutputFormat, type OutputFormat } from '../speech/formats.js';
 import {
+  checkContext,
   checkModelId,
   checkText,
   checkVoiceSettings,
@@ -72,7 +73,10 @@ async function parseInput(req: IncomingMessage, url: URL): Promise<SpeechInput> 
   const problem =
     checkText(b['text']) ??
     checkModelId(b['model_id'] ?? undefined) ??
-    checkVoiceSettings(b['voice_settings']);
+    checkVoiceSettings(b['voice_settings']) ??
+    // Accepted for the vendor's prosody across requests; the embedded engine reads each text alone.
+    checkContext('previous_text', b['previous_text']) ??
+    checkContext('next_text', b['next_text']);
   if (problem) {
     // Only text that is too long is over the limit; empty or whitespace-only text is just invalid.
     const code =

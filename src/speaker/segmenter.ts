@@ -17,7 +17,27 @@ export interface SegmentStreamOptions {
    * earlier ones play).
    */
   eagerFirst?: EagerFirstOptions | undefined;
+  /**
+   * Cut a later segment before its sentence ends when the audio already queued would run out first:
+   * once `remainingMs()` (the audio queued and not yet played; Infinity while a segment's audio is
+   * still arriving) is down to `leadMs()` (what a new segment takes to start playing), the text in so
+   * far is spoken up to its last clause end, else its last phrase boundary, else its last whole word,
+   * `minChars` in at least. Without it, later segments are whole sentences.
+   */
+  runway?: RunwayOptions | undefined;
 }
+
+export interface RunwayOptions {
+  remainingMs: () => number;
+  /** Segments (of those yielded, in order) whose audio has begun to arrive. */
+  begun: () => number;
+  leadMs: () => number;
+  /** The shortest cut (characters). */
+  minChars: number;
+}
+
+/** While text is pending and a segment's audio still arrives, the runway is looked at this often (ms). */
+const RUNWAY_POLL_MS = 40;
 
 export interface EagerFirstOptions {
   minChars: number;
@@ -66,6 +86,16 @@ const ABBREVIATIONS = new Set([
   ...['corp', 'co', 'bros', 'assn', 'ave', 'blvd', 'rd', 'hwy', 'ext', 'tel', 'vol', 'vols', 'pp', 'nos'],
   ...['esp', 'incl', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec'],
   ...['mon', 'tue', 'tues', 'thu', 'thur', 'thurs', 'fri'],
+]);
+/**
+ * Words before which a sentence may be cut when the audio would otherwise run out: conjunctions,
+ * relative words and prepositions, where a speaker may pause.
+ */
+const PHRASE_OPENERS = new Set([
+  ...['and', 'but', 'or', 'nor', 'so', 'yet', 'because', 'although', 'though', 'while', 'whereas'],
+  ...['which', 'who', 'whom', 'whose', 'that', 'where', 'when', 'if', 'unless', 'until', 'since'],
+  ...['with', 'without', 'for', 'from', 'into', 'about', 'after', 'before', 'during', 'between'],
+  ...['through', 'under', 'over', 'to', 'in', 'on', 'at', 'by', 'of'],
 ]);
 const INITIAL = /^\p{Lu}$/u;
 /** "e.g", "U.S", "Ph.D", "a.m" (the final "." excluded). */
@@ -164,6 +194,36 @@ class SentenceSplitter {
     return buf.length - a >= maxChars ? this.takeWords() : undefined;
   }
 
+  /**
+   * The pending text up to its last clause end, else its last phrase boundary (before a word that
+   * opens a phrase: "and", "because", "which", "with", …), else its last whole word, each at least
+   * `minChars` in: the most that can be spoken now without ending on a broken word.
+   */
+  takePhrase(minChars: number): Segment | undefined {
+    if (!this.skipSpace()) return undefined;
+    const { buf } = this;
+    const a = this.pos;
+    const least = a + minChars;
+    for (let p = buf.length - 1; p >= least; p--) if (this.isClauseEnd(a, p)) return this.cutAt(p);
+    let word: number | undefined;
+    for (let p = buf.length - 1; p >= least; p--) {
+      if (!isWs(buf[p]) || isWs(buf[p - 1]) || !WORD_CHAR.test(buf[p - 1]!)) continue;
+      word ??= p;
+      if (this.opensPhrase(p)) return this.cutAt(p);
+    }
+    return word === undefined ? undefined : this.cutAt(word);
+  }
+
+  /** Whether the word after the whitespace at `p` opens a phrase (and is whole: whitespace after it). */
+  private opensPhrase(p: number): boolean {
+    const { buf } = this;
+    let q = p;
+    while (q < buf.length && isWs(buf[q])) q++;
+    let e = q;
+    while (e < buf.length && !isWs(buf[e])) e++;
+    return e < buf.length && PHRASE_OPENERS.has(buf.slice(q, e).toLowerCase());
+  }
+
   /** The pending text up to its last whole word (one followed by whitespace), if it has one. */
   takeWords(): Segment | undefined {
     if (!this.skipSpace()) return undefined;
@@ -171,6 +231,13 @@ class SentenceSplitter {
     for (let p = buf.length - 1; p > this.pos; p--)
       if (isWs(buf[p]) && !isWs(buf[p - 1]) && WORD_CHAR.test(buf[p - 1]!)) return this.cutAt(p);
     return undefined;
+  }
+
+  /** Whether any text (not only whitespace) waits to be segmented. */
+  get pending(): boolean {
+    if (this.started) return true;
+    for (let i = this.pos; i < this.buf.length; i++) if (!isWs(this.buf[i])) return true;
+    return false;
   }
 
   /** Moves past whitespace before a segment; false when nothing else is pending. */
@@ -346,28 +413,52 @@ export async function* segmentStream(
   tokens: AsyncIterable<string>,
   options: SegmentStreamOptions = {},
 ): AsyncGenerator<Segment> {
-  const { signal } = options;
+  const { signal, runway } = options;
   const splitter = new SentenceSplitter(checkCount('maxChars', options.maxChars ?? TEXT_MAX_CHARS, 1));
   signal?.throwIfAborted();
   const iterator = tokens[Symbol.asyncIterator]();
   let sourceEnded = false;
   let eager = options.eagerFirst;
   let pending: Promise<IteratorResult<string>> | undefined;
+  /** Segments yielded so far, and the index of the last one cut for the runway. */
+  let yielded = 0;
+  let lastCut = -1;
   try {
     for (;;) {
       let next: IteratorResult<string> | undefined;
       pending ??= nextOrAbort(iterator, signal);
+      // After the first segment: how long until the queued audio runs out (Infinity while a segment's
+      // audio still arrives). After a cut, none again until that segment's audio has begun to arrive:
+      // until then what is queued says nothing of what is coming.
+      const pendingText = !eager && runway !== undefined && splitter.pending;
+      const armed = pendingText && runway.begun() > lastCut;
+      const slack = armed ? runway.remainingMs() - runway.leadMs() : Number.POSITIVE_INFINITY;
+      if (slack <= 0) {
+        const phrase = splitter.takePhrase(runway!.minChars);
+        if (phrase) {
+          lastCut = yielded++;
+          yield phrase;
+          signal?.throwIfAborted();
+          continue;
+        }
+      }
       try {
-        // Before the first segment, text that stops coming for `waitMs` is spoken as far as it goes.
-        next = eager ? await withinMs(pending, eager.waitMs) : await pending;
+        // Before the first segment, text that stops coming for `waitMs` is spoken as far as it goes;
+        // later, with text pending, the runway is looked at again when it may have run out.
+        let waitMs: number | undefined;
+        if (eager) waitMs = eager.waitMs;
+        else if (pendingText && slack > 0) waitMs = Math.min(slack, RUNWAY_POLL_MS);
+        next = waitMs === undefined ? await pending : await withinMs(pending, waitMs);
       } catch (error) {
         sourceEnded = !signal?.aborted; // the source itself failed: nothing to close
         throw error;
       }
       if (next === undefined) {
+        if (!eager) continue; // the runway is looked at again
         const words = splitter.takeWords();
         if (words) {
           eager = undefined;
+          yielded++;
           yield words;
           signal?.throwIfAborted();
         }
@@ -381,12 +472,14 @@ export async function* segmentStream(
       splitter.push(next.value);
       for (let s = splitter.take(false); s; s = splitter.take(false)) {
         eager = undefined;
+        yielded++;
         yield s;
         signal?.throwIfAborted();
       }
       const first = eager && splitter.takeClause(eager.minChars, eager.maxChars);
       if (first) {
         eager = undefined;
+        yielded++;
         yield first;
         signal?.throwIfAborted();
       }

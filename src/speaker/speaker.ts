@@ -24,6 +24,18 @@ const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
 /** A rendition goes into the frames this much at a time (ms), as a response's chunks would. */
 const RENDITION_PIECE_MS = 100;
 /**
+ * A streamed answer's next segment is cut before its sentence ends once the audio queued is down to
+ * what a new segment takes to start (followed per speaker: request → first byte, smoothed by
+ * `LEAD_SMOOTHING`; `INITIAL_LEAD_MS` until one is measured) plus `RUNWAY_MARGIN_MS` (the sink's lead,
+ * the pipeline, the service's jitter), and never shorter than `RUNWAY_MIN_CHARS` (segmenter.ts).
+ */
+const INITIAL_LEAD_MS = 250;
+const LEAD_SMOOTHING = 0.3;
+const RUNWAY_MARGIN_MS = 200;
+const RUNWAY_MIN_CHARS = 12;
+/** The text either side of a segment sent with it for prosody (`previous_text`, `next_text`), at most. */
+const CONTEXT_CHARS = 300;
+/**
  * What may wait its turn in one speaker, by default: a backlog of hours that nobody will sit through,
  * and the most a peer that keeps asking can make one call hold (about 200,000 characters: 400 KB).
  */
@@ -102,6 +114,8 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
   /** Utterances whose frames are all written, still playing out at the far end. */
   private readonly draining = new Set<Utterance>();
   private epoch = 0;
+  /** What a new segment takes to start playing (ms): request → first byte, smoothed. */
+  private segmentLeadMs = INITIAL_LEAD_MS;
   private running = false;
   /** While the queue is held (`hold()`): the utterances queued when the hold began. */
   private held: Set<Utterance> | undefined;
@@ -402,11 +416,14 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     };
     const opened = this.openAhead(u, signal);
     for await (const audio of opened) {
+      u.segmentsBegun++;
+      u.segmentsRead = false;
       u.ledger.beginSegment(audio.segment, audio.alignment);
       const cached = audio.fromCache ? audio.phrase() : undefined;
       const rendition = cache && format && cached ? cache.rendition(cached, format) : undefined;
       if (cached && rendition) {
         await this.playRendition(u, pipeline, rendition, cached.audioBytes / BYTES_PER_MS, push, signal);
+        u.segmentsRead = true;
         continue;
       }
       if (cache && format) pipeline.recordSegment(cache.maxEntryBytes);
@@ -415,6 +432,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         u.ledger.addAudio(chunk.byteLength / BYTES_PER_MS);
         await push(pipeline.push(chunk));
       }
+      u.segmentsRead = true;
       await push(pipeline.endSegment());
       // Read to the end: the response was complete (and recorded, when it was not a replay).
       const recorded = pipeline.takeRendition();
@@ -480,13 +498,38 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         ? (async function* (all: Segment[]) {
             yield* all;
           })(segmentText(input))
-        : this.textOf(u, segmentStream(input, { signal, eagerFirst: EAGER_FIRST }));
+        : this.textOf(
+            u,
+            segmentStream(input, {
+              signal,
+              eagerFirst: EAGER_FIRST,
+              runway: {
+                remainingMs: () => this.runwayOf(u),
+                begun: () => u.segmentsBegun,
+                leadMs: () => this.segmentLeadMs + RUNWAY_MARGIN_MS,
+                minChars: RUNWAY_MIN_CHARS,
+              },
+            }),
+          );
+    const whole = typeof input === 'string' ? input : undefined;
     const open = async (): Promise<SegmentAudio | undefined> => {
       const next = await segments.next();
       if (next.done) return undefined;
-      const audio = await openSegment(this.options.source, this.options.cache, request, next.value, signal);
+      const segment = next.value;
+      const openedAt = performance.now();
+      const audio = await openSegment(
+        this.options.source,
+        this.options.cache,
+        { ...request, ...contextOf(whole ?? u.text, segment, whole !== undefined) },
+        segment,
+        signal,
+      );
       if (audio.fromCache) u.metrics.cachedSegments++;
-      else u.metrics.requestedSegments++;
+      else {
+        u.metrics.requestedSegments++;
+        // What a new segment takes to start: followed, so that a cut comes early enough.
+        this.segmentLeadMs += LEAD_SMOOTHING * (performance.now() - openedAt - this.segmentLeadMs);
+      }
       u.metrics.firstByteMs ??= performance.now() - u.createdAt;
       return audio;
     };
@@ -501,6 +544,16 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     }
   }
 
+  /**
+   * The audio of `u` queued and not yet played (ms), once every segment begun has been read; Infinity
+   * while one is still arriving (its length is not known yet).
+   */
+  private runwayOf(u: Utterance): number {
+    if (!u.segmentsRead) return Number.POSITIVE_INFINITY;
+    const played = u.startPos === undefined ? 0 : Math.max(0, this.options.sink.playedMs() - u.startPos);
+    return Math.max(0, u.ledger.totalMs - played);
+  }
+
   /** Keeps `u.text` up to date with a streaming input, segment by segment. */
   private async *textOf(u: Utterance, segments: AsyncGenerator<Segment>): AsyncGenerator<Segment> {
     for await (const s of segments) {
@@ -509,4 +562,32 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
       yield s;
     }
   }
+}
+
+/**
+ * The text either side of `segment` in `text`, for the service's prosody (`previousText`,
+ * `nextText`): at most `CONTEXT_CHARS` each, cut at a word; the text after only when it is all known
+ * (`whole`: not a stream still arriving).
+ */
+function contextOf(
+  text: string,
+  segment: Segment,
+  whole: boolean,
+): { previousText?: string; nextText?: string } {
+  const context: { previousText?: string; nextText?: string } = {};
+  let before = text.slice(Math.max(0, segment.start - CONTEXT_CHARS), segment.start);
+  // Cut at a word (never inside a character): with no space in it, none of it.
+  if (segment.start > CONTEXT_CHARS) before = before.slice(before.search(/\s/) + 1 || before.length);
+  before = before.trim();
+  if (before !== '') context.previousText = before;
+  if (whole) {
+    let after = text.slice(segment.end, segment.end + CONTEXT_CHARS);
+    if (segment.end + CONTEXT_CHARS < text.length) {
+      const cut = after.search(/\s\S*$/);
+      after = cut > 0 ? after.slice(0, cut) : '';
+    }
+    after = after.trim();
+    if (after !== '') context.nextText = after;
+  }
+  return context;
 }

@@ -70,6 +70,9 @@ export class Utterance {
   /** Sink timeline position of this utterance's first frame. */
   startPos: number | undefined;
   framesWritten = 0;
+  /** Segments whose audio has begun to be read; and whether the last of them has been read to its end. */
+  segmentsBegun = 0;
+  segmentsRead = false;
   error: unknown;
   readonly metrics: UtteranceMetrics = {
     firstByteMs: undefined,

@@ -45,6 +45,19 @@ export function checkText(text: unknown): FieldProblem | undefined {
   return undefined;
 }
 
+/** The most text either side of a request (`previous_text`, `next_text`) a request may carry. */
+export const CONTEXT_MAX_CHARS = 1000;
+
+/** `previous_text` or `next_text`: absent (undefined or null), or a string of at most `CONTEXT_MAX_CHARS`. */
+export function checkContext(field: 'previous_text' | 'next_text', value: unknown): FieldProblem | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') return { field, message: `${field} must be a string` };
+  const n = textLength(value);
+  if (n > CONTEXT_MAX_CHARS)
+    return { field, message: `${field} is ${n} characters; the limit is ${CONTEXT_MAX_CHARS}` };
+  return undefined;
+}
+
 export function checkModelId(modelId: unknown): FieldProblem | undefined {
   if (modelId === undefined) return undefined;
   if (typeof modelId !== 'string' || modelId.length < 1)

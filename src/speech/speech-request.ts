@@ -5,6 +5,7 @@
 import { SpeechInputError } from './errors.js';
 import { DEFAULT_OUTPUT_FORMAT, isOutputFormat, type OutputFormat } from './formats.js';
 import {
+  checkContext,
   checkModelId,
   checkText,
   checkVoiceSettings,
@@ -29,6 +30,12 @@ export interface SpeechRequest {
   /** Default `wav_24000`, as the service's. */
   outputFormat?: OutputFormat;
   voiceSettings?: SpeechVoiceSettings;
+  /**
+   * The text spoken before this request's and the text after it (`previous_text`, `next_text`): the
+   * service keeps the prosody of one sentence across requests cut from it. Omitted when unset.
+   */
+  previousText?: string;
+  nextText?: string;
 }
 
 /** What a checked request turns into. */
@@ -84,9 +91,24 @@ export function prepareSpeech(req: SpeechRequest): PreparedSpeech {
     if (settingsProblem) fail(settingsProblem);
     if (Object.keys(settings).length === 0) settings = undefined;
   }
-  const body: { text: string; model_id?: string; voice_settings?: VoiceSettings } = { text: req.text };
+  for (const [field, value] of [
+    ['previous_text', req.previousText],
+    ['next_text', req.nextText],
+  ] as const) {
+    const problem = checkContext(field, value);
+    if (problem) fail(problem);
+  }
+  const body: {
+    text: string;
+    model_id?: string;
+    voice_settings?: VoiceSettings;
+    previous_text?: string;
+    next_text?: string;
+  } = { text: req.text };
   if (req.modelId !== undefined) body.model_id = req.modelId;
   if (settings !== undefined) body.voice_settings = settings;
+  if (req.previousText !== undefined) body.previous_text = req.previousText;
+  if (req.nextText !== undefined) body.next_text = req.nextText;
   return {
     voiceId: req.voiceId,
     outputFormat,

@@ -139,6 +139,8 @@ describe('bad input is 400 naming the field', () => {
     ],
     ['empty model_id', { text: TEXT, model_id: '' }, undefined, 'model_id'],
     ['unknown model', { text: TEXT, model_id: 'no_such_model' }, undefined, 'model_id'],
+    ['previous_text not a string', { text: TEXT, previous_text: ['a'] }, undefined, 'previous_text'],
+    ['next_text over 1000 characters', { text: TEXT, next_text: 'a'.repeat(1001) }, undefined, 'next_text'],
   ];
   for (const [name, body, format, param] of cases) {
     it(name, async () => {
@@ -147,6 +149,19 @@ describe('bad input is 400 naming the field', () => {
       expect((await errorOf(res)).param).toBe(param);
     });
   }
+
+  it('takes previous_text and next_text (null too) and speaks only the text', async () => {
+    const plain = await tts({ text: TEXT }, { stream: true, format: 'pcm_24000' });
+    const framed = await tts(
+      { text: TEXT, previous_text: 'Before that,', next_text: null },
+      { stream: true, format: 'pcm_24000' },
+    );
+    expect(plain.status).toBe(200);
+    expect(framed.status).toBe(200);
+    const [a, b] = await Promise.all([plain.arrayBuffer(), framed.arrayBuffer()]);
+    // The embedded engine reads each text alone: the context changes nothing it says.
+    expect(Math.abs(a.byteLength - b.byteLength)).toBeLessThan(a.byteLength * 0.05);
+  });
 
   it('5001 characters is max_character_limit_exceeded, 5000 is fine', async () => {
     const over = await tts({ text: 'a'.repeat(5001) });

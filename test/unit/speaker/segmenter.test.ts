@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { segmentStream, segmentText, type Segment } from '../../../src/speaker/segmenter.js';
 import { TEXT_MAX_CHARS, textLength } from '../../../src/speech/limits.js';
 import { seeded } from '../../../testkit/random.js';
+import { TokenSource } from '../../../testkit/tokens.js';
 
 const texts = (segments: readonly Segment[]): string[] => segments.map((s) => s.text);
 
@@ -49,43 +50,6 @@ function splitRandomly(text: string, rnd: () => number, maxLen = 6): string[] {
     i += n;
   }
   return parts;
-}
-
-/** A token source the test feeds by hand; records whether it was closed. */
-class TokenSource implements AsyncIterable<string> {
-  private readonly queue: string[] = [];
-  private waiting: ((r: IteratorResult<string>) => void) | undefined;
-  private ended = false;
-  returned = false;
-
-  push(token: string): void {
-    if (this.waiting) {
-      const wake = this.waiting;
-      this.waiting = undefined;
-      wake({ done: false, value: token });
-    } else this.queue.push(token);
-  }
-
-  end(): void {
-    this.ended = true;
-    this.waiting?.({ done: true, value: undefined });
-    this.waiting = undefined;
-  }
-
-  [Symbol.asyncIterator](): AsyncIterator<string> {
-    return {
-      next: () => {
-        const token = this.queue.shift();
-        if (token !== undefined) return Promise.resolve({ done: false, value: token });
-        if (this.ended) return Promise.resolve({ done: true, value: undefined });
-        return new Promise((resolve) => (this.waiting = resolve));
-      },
-      return: () => {
-        this.returned = true;
-        return Promise.resolve({ done: true, value: undefined });
-      },
-    };
-  }
 }
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

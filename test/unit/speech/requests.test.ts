@@ -82,6 +82,18 @@ describe('what goes on the wire', () => {
     expect(JSON.parse(s.requests[1]!.body.toString())).toEqual({ text: 'B' });
   });
 
+  it('sends the text before and after a request as previous_text and next_text, when set', async () => {
+    const { c, s } = await setup();
+    await c.synthesize({ voiceId: 'v1', text: 'the middle,', previousText: 'Before', nextText: 'after.' });
+    await c.synthesize({ voiceId: 'v1', text: 'Alone.', previousText: 'Before' });
+    expect(JSON.parse(s.requests[0]!.body.toString())).toEqual({
+      text: 'the middle,',
+      previous_text: 'Before',
+      next_text: 'after.',
+    });
+    expect(JSON.parse(s.requests[1]!.body.toString())).toEqual({ text: 'Alone.', previous_text: 'Before' });
+  });
+
   it("uses no prefix for ElevenLabs itself (pathPrefix '') and keeps a base URL's own path", async () => {
     const { c, s } = await setup({ pathPrefix: '' });
     await c.synthesize({ voiceId: 'v1', text: 'Hi.' });

@@ -50,6 +50,8 @@ const badSpeech: Array<[string, SpeechRequest, string]> = [
     'voice_settings.use_speaker_boost',
   ],
   ['voice settings not an object', loose({ ...good, voiceSettings: 'fast' }), 'voice_settings'],
+  ['previous text not a string', loose({ ...good, previousText: 7 }), 'previous_text'],
+  ['next text over 1000 characters', { ...good, nextText: 'a'.repeat(1001) }, 'next_text'],
 ];
 
 describe('input validation (nothing is sent)', () => {
