@@ -1,5 +1,6 @@
 /** `npm run bench`: every benchmark, figures printed as tables to quote in closing notes. */
 import { availableParallelism, cpus } from 'node:os';
+import { benchAnswers } from './answers.js';
 import { benchBargeIn } from './barge-in.js';
 import { benchBrowserPhone } from './browser-phone.js';
 import { benchCallsLoad } from './calls.js';
@@ -32,5 +33,6 @@ if (!only || only === 'discord') await benchDiscord();
 if (!only || only === 'discord-shards') await benchDiscordShards();
 if (!only || only === 'browser-phone') await benchBrowserPhone();
 if (!only || only === 'relay') await benchRelay();
+if (!only || only === 'answers') await benchAnswers();
 if (!only || only === 'talkers') await benchTalkers(process.argv.slice(3));
 if (!only || only === 'hardening') await benchHardening();

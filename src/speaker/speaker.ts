@@ -74,6 +74,11 @@ export interface SpeakerOptions {
   bufferMs?: number;
   /** What may wait its turn (utterances, characters of text); `say()` past it throws `SpeakerQueueFullError`. */
   queueLimits?: { utterances: number; chars: number };
+  /**
+   * A streamed text's later segment is cut before its sentence ends when the audio queued would run
+   * out first (segmenter.ts, `runway`). Default true; false waits for whole sentences.
+   */
+  keepTalking?: boolean;
 }
 
 export interface UtteranceHandle {
@@ -503,12 +508,15 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
             segmentStream(input, {
               signal,
               eagerFirst: EAGER_FIRST,
-              runway: {
-                remainingMs: () => this.runwayOf(u),
-                begun: () => u.segmentsBegun,
-                leadMs: () => this.segmentLeadMs + RUNWAY_MARGIN_MS,
-                minChars: RUNWAY_MIN_CHARS,
-              },
+              runway:
+                this.options.keepTalking === false
+                  ? undefined
+                  : {
+                      remainingMs: () => this.runwayOf(u),
+                      begun: () => u.segmentsBegun,
+                      leadMs: () => this.segmentLeadMs + RUNWAY_MARGIN_MS,
+                      minChars: RUNWAY_MIN_CHARS,
+                    },
             }),
           );
     const whole = typeof input === 'string' ? input : undefined;
