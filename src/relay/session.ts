@@ -8,6 +8,7 @@
  * It ends when the app says `end` (with its `handoffData`), when the app's socket closes or fails, or
  * when the host ends it (the call hung up); `done` says which, and nothing of it is left behind.
  */
+import { promptLang } from './lang.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -177,7 +178,7 @@ export class RelaySession {
     this.send({
       type: 'prompt',
       voicePrompt: text,
-      lang: lang ?? this.language.transcription ?? 'en-US',
+      lang: promptLang(lang, this.language.transcription),
       last: true,
       ...(extension ? { voxbridge: extension } : {}),
     });

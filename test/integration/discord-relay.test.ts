@@ -235,7 +235,8 @@ describe('a Discord guild handed to a relay app', () => {
     expect(session.received.find((m) => m.type === 'prompt')).toEqual({
       type: 'prompt',
       voicePrompt: TRANSCRIPT,
-      lang: 'eng',
+      // The STT's ISO 639-3 'eng', in ConversationRelay's form.
+      lang: 'en-US',
       last: true,
       voxbridge: { member: { id: MEMBER, name: `member-${MEMBER}` } },
     });
