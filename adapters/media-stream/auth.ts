@@ -2,8 +2,9 @@
  * Who may open a media stream: Twilio's request signature, or the deployment's shared token, checked on
  * the HTTP upgrade before any WebSocket exists.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { twilioSignature } from '../../src/protocols/twilio-signature.js';
 import type { GatewayName } from '../../src/protocols/types.js';
 
 export interface MediaAuthSecrets {
@@ -17,17 +18,6 @@ export interface MediaAuthSecrets {
  */
 export type AuthVerdict =
   { ok: true; authenticated: boolean } | { ok: false; status: 401 | 403; reason: string };
-
-/**
- * Twilio's signature: HMAC-SHA1 keyed with the auth token over the URL it requested followed by the
- * POST parameters sorted by name (none for a WebSocket), base64.
- */
-export function twilioSignature(authToken: string, url: string, params: Record<string, string> = {}): string {
-  const data = Object.keys(params)
-    .sort()
-    .reduce((acc, key) => acc + key + params[key], url);
-  return createHmac('sha1', authToken).update(data, 'utf8').digest('base64');
-}
 
 /** Constant-time comparison of two secrets of any length. */
 function sameSecret(given: string, expected: string): boolean {

@@ -22,6 +22,11 @@ export interface RelaySettings {
   voiceId: string | undefined;
   /** How long the app's socket may take to open (ms). */
   connectTimeoutMs: number;
+  /**
+   * The Twilio auth token (`TWILIO_AUTH_TOKEN`), when set: the handshake carries `X-Twilio-Signature`
+   * over the app's URL, as Twilio's own does, for an app that checks it. The token itself is never sent.
+   */
+  twilioAuthToken?: string | undefined;
   /** What the app may send and have held for it; default `RELAY_LIMITS`. */
   limits?: Partial<RelayLimits> | undefined;
 }

@@ -8,6 +8,7 @@
  * It ends when the app says `end` (with its `handoffData`), when the app's socket closes or fails, or
  * when the host ends it (the call hung up); `done` says which, and nothing of it is left behind.
  */
+import { twilioSignature } from '../protocols/twilio-signature.js';
 import { promptLang } from './lang.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -108,11 +109,16 @@ export class RelaySession {
 
   /** Opens the app's socket and says `setup` (then the welcome). Resolves with how the session ended. */
   start(): Promise<RelayOutcome> {
-    const { url, headers, connectTimeoutMs } = this.settings;
+    const { url, headers, connectTimeoutMs, twilioAuthToken } = this.settings;
     let ws: WebSocket;
     try {
       ws = new WebSocket(url, {
-        headers: { ...headers },
+        headers: {
+          ...headers,
+          ...(twilioAuthToken === undefined
+            ? {}
+            : { 'X-Twilio-Signature': twilioSignature(twilioAuthToken, url) }),
+        },
         handshakeTimeout: connectTimeoutMs,
         maxPayload: RELAY_MAX_MESSAGE_BYTES,
       });

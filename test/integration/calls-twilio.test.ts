@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import twilio from 'twilio';
 import WebSocket from 'ws';
-import { twilioSignature } from '../../adapters/media-stream/auth.js';
+import { twilioSignature } from '../../src/protocols/twilio-signature.js';
 import { encodeMulaw } from '../../src/audio/g711.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';

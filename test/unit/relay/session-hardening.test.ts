@@ -5,9 +5,11 @@
  * process, and nothing it sends is held without bound.
  */
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Socket } from 'node:net';
 import pino from 'pino';
+import twilio from 'twilio';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { rawText } from '../../../src/http/ws-data.js';
@@ -99,15 +101,25 @@ afterEach(async () => {
 async function open(
   limits: Partial<RelayLimits> = {},
   host = new RecordingHost(),
-): Promise<{ session: RelaySession; host: RecordingHost; app: AppSide; outcome: Promise<RelayOutcome> }> {
+  settings: { twilioAuthToken?: string; path?: string } = {},
+): Promise<{
+  session: RelaySession;
+  host: RecordingHost;
+  app: AppSide;
+  outcome: Promise<RelayOutcome>;
+  url: string;
+  handshake: IncomingMessage;
+}> {
   const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
   servers.push(server);
   await once(server, 'listening');
-  const connected = once(server, 'connection') as Promise<[WebSocket]>;
+  const connected = once(server, 'connection') as Promise<[WebSocket, IncomingMessage]>;
+  const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}${settings.path ?? '/'}`;
   const session = new RelaySession(
     host,
     {
-      url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      url,
+      twilioAuthToken: settings.twilioAuthToken,
       headers: {},
       welcome: undefined,
       welcomeInterruptible: undefined,
@@ -120,12 +132,12 @@ async function open(
     pino({ level: 'silent' }),
   );
   const outcome = session.start();
-  const [socket] = await connected;
+  const [socket, handshake] = await connected;
   const received: Message[] = [];
   socket.on('message', (d) => received.push(JSON.parse(rawText(d)) as Message));
   const closed = new Promise<number>((resolve) => socket.on('close', (code) => resolve(code)));
   await until(() => received.some((m) => m.type === 'setup'), 5000, 'setup');
-  return { session, host, app: { socket, received, closed }, outcome };
+  return { session, host, app: { socket, received, closed }, outcome, url, handshake };
 }
 
 const send = (app: AppSide, m: unknown): void => app.socket.send(JSON.stringify(m));
@@ -229,4 +241,26 @@ describe('a relay app flooding its socket', () => {
     expect(session.stats.errors).toBeGreaterThan(10);
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(200 * 1024 * 1024);
   }, 60_000);
+});
+
+describe('the handshake, as Twilio makes it', () => {
+  it('carries X-Twilio-Signature over the app URL when TWILIO_AUTH_TOKEN is set, checked by twilio', async () => {
+    const token = 'twilio-auth-token-0123456789';
+    const { handshake, url, app } = await open({}, new RecordingHost(), {
+      twilioAuthToken: token,
+      path: '/relay?tenant=acme',
+    });
+    const signature = handshake.headers['x-twilio-signature'];
+    expect(typeof signature).toBe('string');
+    expect(twilio.validateRequest(token, signature as string, url, {})).toBe(true);
+    expect(twilio.validateRequest('another-token', signature as string, url, {})).toBe(false);
+    // The token itself goes nowhere.
+    expect(JSON.stringify(handshake.headers)).not.toContain(token);
+    expect(JSON.stringify(app.received)).not.toContain(token);
+  });
+
+  it('carries no signature without the token', async () => {
+    const { handshake } = await open();
+    expect(handshake.headers['x-twilio-signature']).toBeUndefined();
+  });
 });
