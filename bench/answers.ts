@@ -14,12 +14,10 @@ import { startApp } from '../src/app/app.js';
 import { loadConfig } from '../src/app/config.js';
 import { createLogger } from '../src/app/logger.js';
 import type { WireFormat } from '../src/audio/framer.js';
-import type { AudioSink, SinkFrame } from '../src/speaker/sink.js';
 import { Speaker } from '../src/speaker/speaker.js';
-import { PlayoutClock } from '../src/speaker/playout-clock.js';
-import { systemClock } from '../src/speaker/clock.js';
 import { BUILT_IN_VOICE_ID } from '../src/service/voices/builtin.js';
 import { SpeechClient } from '../src/speech/client.js';
+import { TimingSink } from './speaker.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';
@@ -34,35 +32,18 @@ const ANSWERS = [
 ];
 const ROUNDS = Number(process.env['ANSWERS_ROUNDS'] ?? 2);
 
-/** Plays frames in real time as a gateway's buffer does, and notes when it ran dry after the first one. */
-class PlayingSink implements AudioSink {
-  readonly frameMs = 20;
-  readonly leadMs = 200;
-  readonly selfPaced = false;
-  readonly format = FORMAT;
-  private readonly playout = new PlayoutClock(systemClock);
-  /** Where the buffer's audio ends (performance.now() timeline), and the dry stretches since the first frame. */
-  private endsAt: number | undefined;
-  readonly silences: number[] = [];
-
-  async write(_frame: SinkFrame): Promise<void> {
-    const now = performance.now();
-    if (this.endsAt !== undefined && now > this.endsAt) this.silences.push(now - this.endsAt);
-    this.endsAt = Math.max(now, this.endsAt ?? now) + this.frameMs;
-    this.playout.onWrite(this.frameMs);
+/**
+ * The stretches a gateway's buffer, playing in real time what arrives, ran dry after the first frame:
+ * each frame plays from when it arrives or when the one before ends, whichever is later.
+ */
+function silences(arrivals: readonly number[], frameMs: number): number[] {
+  const dry: number[] = [];
+  let endsAt: number | undefined;
+  for (const at of arrivals) {
+    if (endsAt !== undefined && at > endsAt) dry.push(at - endsAt);
+    endsAt = Math.max(at, endsAt ?? at) + frameMs;
   }
-  clear(): void {
-    this.playout.onClear();
-  }
-  writtenMs(): number {
-    return this.playout.writtenMs();
-  }
-  playedMs(): number {
-    return this.playout.playedMs();
-  }
-  whenPlayed(positionMs: number, signal?: AbortSignal): Promise<void> {
-    return this.playout.whenPlayed(positionMs, signal);
-  }
+  return dry;
 }
 
 /** `text` word by word at `wordsPerSecond`, each gap ±40 % (tokens do not come evenly). */
@@ -97,14 +78,15 @@ export async function benchAnswers(): Promise<void> {
       for (const rate of RATES)
         for (const keepTalking of [false, true])
           for (const [i, answer] of ANSWERS.entries()) {
-            const sink = new PlayingSink();
+            const sink = new TimingSink(FORMAT, 200, false);
             const speaker = new Speaker({ source: client, sink, voiceId: BUILT_IN_VOICE_ID, keepTalking });
             const result = await speaker.say(streamed(answer, rate, 7 + i + round * 31)).result;
             await speaker.close();
             const key = `${rate}|${keepTalking}`;
             const run = runs.get(key) ?? { longest: [], total: [], segments: [], firstAudioMs: [] };
-            run.longest.push(Math.max(0, ...sink.silences));
-            run.total.push(sink.silences.reduce((a, b) => a + b, 0));
+            const dry = silences(sink.arrivals, sink.frameMs);
+            run.longest.push(Math.max(0, ...dry));
+            run.total.push(dry.reduce((a, b) => a + b, 0));
             run.segments.push(result.metrics.requestedSegments + result.metrics.cachedSegments);
             run.firstAudioMs.push(result.metrics.firstFrameMs ?? Number.NaN);
             runs.set(key, run);

@@ -54,7 +54,7 @@ function runPipeline(pcm: Uint8Array, format: WireFormat): number {
 }
 
 /** A sink that takes frames at once and plays them on a local clock; records arrival times. */
-class TimingSink implements AudioSink {
+export class TimingSink implements AudioSink {
   readonly frameMs = 20;
   readonly arrivals: number[] = [];
   readonly clears: number[] = [];

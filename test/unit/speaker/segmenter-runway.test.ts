@@ -36,22 +36,29 @@ function nextSegmentRead(r: { remaining: number; segments: number }): void {
   r.remaining = 0;
 }
 
-/** Streams `source` into `out`; resolves when it ends. */
-function read(source: TokenSource, out: Segment[], r: RunwayOptions): Promise<void> {
-  return (async () => {
+/**
+ * An answer streamed into the segmenter with a hand-set runway, its first segment (`first`) already
+ * out; `reading` resolves when the stream ends.
+ */
+async function answer(
+  first: string,
+  minChars = 12,
+): Promise<{ source: TokenSource; out: Segment[]; r: ReturnType<typeof runway>; reading: Promise<void> }> {
+  const source = new TokenSource();
+  const out: Segment[] = [];
+  const r = runway(minChars);
+  const reading = (async () => {
     for await (const s of segmentStream(source, { eagerFirst, runway: r })) out.push(s);
   })();
+  source.push(first);
+  await until(() => out.length === 1);
+  return { source, out, r, reading };
 }
 
 describe('segmentStream with a runway', () => {
   it('waits for the whole sentence while the audio queued lasts', async () => {
-    const source = new TokenSource();
-    const out: Segment[] = [];
-    const r = runway();
+    const { source, out, r, reading } = await answer('Of course, ');
     r.remaining = 5000;
-    const reading = read(source, out, r);
-    source.push('Of course, ');
-    await until(() => out.length === 1);
     for (const t of ['I can look into that for you, ', 'and then ', 'I will call you back ']) source.push(t);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(texts(out)).toEqual(['Of course,']);
@@ -65,12 +72,7 @@ describe('segmentStream with a runway', () => {
   });
 
   it('speaks up to the last clause once the audio queued is down to a segment’s lead', async () => {
-    const source = new TokenSource();
-    const out: Segment[] = [];
-    const r = runway();
-    const reading = read(source, out, r);
-    source.push('Of course, ');
-    await until(() => out.length === 1);
+    const { source, out, r, reading } = await answer('Of course, ');
     // The first segment's audio still arrives: its length is not known, nothing is cut.
     for (const t of ['I can look into that for you, ', 'and then I will ', 'call']) source.push(t);
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -91,12 +93,7 @@ describe('segmentStream with a runway', () => {
   });
 
   it('with no clause, cuts before a word that opens a phrase, else at the last whole word', async () => {
-    const source = new TokenSource();
-    const out: Segment[] = [];
-    const r = runway(6);
-    const reading = read(source, out, r);
-    source.push('Right. ');
-    await until(() => out.length === 1);
+    const { source, out, r, reading } = await answer('Right. ', 6);
     r.remaining = 0;
     for (const t of ['Your order ships today from the warehouse in Ohi']) source.push(t);
     await until(() => out.length === 2);
@@ -119,12 +116,7 @@ describe('segmentStream with a runway', () => {
   });
 
   it('cuts once, then not again until a segment’s audio has begun to arrive', async () => {
-    const source = new TokenSource();
-    const out: Segment[] = [];
-    const r = runway();
-    const reading = read(source, out, r);
-    source.push('Of course, ');
-    await until(() => out.length === 1);
+    const { source, out, r, reading } = await answer('Of course, ');
     r.remaining = 100;
     source.push('I can look into that for you, and then ');
     await until(() => out.length === 2);
@@ -140,12 +132,7 @@ describe('segmentStream with a runway', () => {
   });
 
   it('never cuts shorter than minChars, nor half a word', async () => {
-    const source = new TokenSource();
-    const out: Segment[] = [];
-    const r = runway(12);
-    const reading = read(source, out, r);
-    source.push('Okay. ');
-    await until(() => out.length === 1);
+    const { source, out, r, reading } = await answer('Okay. ', 12);
     r.remaining = 0;
     source.push('So, the ans');
     await new Promise((resolve) => setTimeout(resolve, 100));
