@@ -2,6 +2,7 @@
  * What the configuration may say: the schema `loadConfig` checks default.yaml, the overlay file and the
  * environment against, and from which docs/configuration.md is generated (`npm run docs:config`).
  */
+import { unknownFields } from '../relay/url-template.js';
 import { z } from 'zod';
 import { flowsSchema } from '../flows/schema.js';
 import { CONFIGURABLE_OUTBOUND, GATEWAYS } from '../protocols/types.js';
@@ -140,7 +141,10 @@ export const configSchema = z.strictObject({
   relays: z.record(
     z.string().regex(/^[A-Za-z0-9_-]{1,40}$/, 'relay names are letters, digits, _ and -'),
     z.strictObject({
-      url: z.url({ protocol: /^wss?$/ }),
+      /** May hold the call's fields in braces (`{callSid}`, `{param.NAME}`, …: src/relay/url-template.ts). */
+      url: z.url({ protocol: /^wss?$/ }).refine((url) => unknownFields(url).length === 0, {
+        message: 'a relay url may hold {callSid}, {from}, {to}, {direction}, {sessionId} and {param.NAME}',
+      }),
       /** Sent on the upgrade; a value `env:NAME` is read from that environment variable (a secret). */
       headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), z.string().max(4096)).default({}),
       welcome: z.string().min(1).max(5000).optional(),

@@ -6,7 +6,7 @@ import type { Interruptible, RelayExtension } from '../protocols/conversation-re
 import type { InterruptResult, UtteranceHandle } from '../speaker/speaker.js';
 
 export interface RelaySettings {
-  /** The app's WebSocket URL (ws: or wss:). */
+  /** The app's WebSocket URL (ws: or wss:), with the call's fields in braces put in (url-template.ts). */
   url: string;
   /** Sent on the WebSocket upgrade (e.g. the app's own Authorization). */
   headers: Readonly<Record<string, string>>;

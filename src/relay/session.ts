@@ -10,6 +10,7 @@
  */
 import { twilioSignature } from '../protocols/twilio-signature.js';
 import { promptLang } from './lang.js';
+import { relayUrl } from './url-template.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -109,7 +110,8 @@ export class RelaySession {
 
   /** Opens the app's socket and says `setup` (then the welcome). Resolves with how the session ended. */
   start(): Promise<RelayOutcome> {
-    const { url, headers, connectTimeoutMs, twilioAuthToken } = this.settings;
+    const { headers, connectTimeoutMs, twilioAuthToken } = this.settings;
+    const url = relayUrl(this.settings.url, this.host.setup, this.sessionId);
     let ws: WebSocket;
     try {
       ws = new WebSocket(url, {

@@ -66,6 +66,12 @@ describe('loadConfig', () => {
       'service:\n  keys:\n    - { id: ro, keyEnv: RO_KEY, scopes: [voices:delete] }\n',
     );
     expect(() => loadConfig({ VOXBRIDGE_CONFIG: scope, RO_KEY: 'x' })).toThrow(/service\.keys\.0\.scopes\.0/);
+    const template = await overlay('relays:\n  app:\n    url: "wss://app.example/{callSid}/{token}"\n');
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: template })).toThrow(/relays\.app\.url.*\{param\.NAME\}/);
+    const good = await overlay('relays:\n  app:\n    url: "wss://app.example/{callSid}?t={param.tenant}"\n');
+    expect(loadConfig({ VOXBRIDGE_CONFIG: good }).config.relays['app']!.url).toBe(
+      'wss://app.example/{callSid}?t={param.tenant}',
+    );
   });
 
   it('takes an outbound format only for the gateways that use one', async () => {

@@ -259,6 +259,19 @@ describe('the handshake, as Twilio makes it', () => {
     expect(JSON.stringify(app.received)).not.toContain(token);
   });
 
+  it('opens the URL with the call’s fields put in, and signs that URL', async () => {
+    const token = 'twilio-auth-token-0123456789';
+    const { handshake, url } = await open({}, new RecordingHost(), {
+      twilioAuthToken: token,
+      path: '/relay/{callSid}?from={from}&plan={param.plan}',
+    });
+    expect(handshake.url).toBe('/relay/CA-hardening?from=%2B15550000001&plan=');
+    const opened = url.replace(/\/relay.*$/, handshake.url!);
+    expect(twilio.validateRequest(token, handshake.headers['x-twilio-signature'] as string, opened, {})).toBe(
+      true,
+    );
+  });
+
   it('carries no signature without the token', async () => {
     const { handshake } = await open();
     expect(handshake.headers['x-twilio-signature']).toBeUndefined();
