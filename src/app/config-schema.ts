@@ -152,6 +152,18 @@ export const configSchema = z.strictObject({
       interruptible: z.enum(['none', 'dtmf', 'speech', 'any']).default('any'),
       dtmf: z.boolean().default(true),
       voiceId: z.string().min(1).optional(),
+      /**
+       * The voice for each language the app may speak in (`<Language code voice>` in TwiML): a
+       * `language` message's `ttsLanguage` or a `text`'s `lang` picks it (exact tag, else the same
+       * language with another region); others speak in `voiceId`.
+       */
+      languages: z
+        .record(
+          z.string().regex(/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8}){0,3}$/, 'a language tag such as es-ES'),
+          z.strictObject({ voiceId: z.string().min(1).max(200) }),
+        )
+        .refine((l) => Object.keys(l).length <= 64, 'at most 64 languages')
+        .default({}),
       connectTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
     }),
   ),

@@ -20,6 +20,8 @@ export interface RelaySettings {
   dtmf: boolean;
   /** Voice of the app's speech; default the host's. */
   voiceId: string | undefined;
+  /** The voice for each language the app may speak in (a BCP 47 tag: `{ voiceId }`); default none. */
+  languages?: Readonly<Record<string, { voiceId: string }>> | undefined;
   /** How long the app's socket may take to open (ms). */
   connectTimeoutMs: number;
   /**

@@ -52,6 +52,8 @@ export interface RelayStats {
   errors: number;
 }
 
+/** Languages without a voice the app is told of, at most (the rest are spoken in the default voice silently). */
+const MAX_UNVOICED = 16;
 /** Invalid messages in a row after which the app's socket is closed (Telnyx closes after 10). */
 const MAX_INVALID_IN_A_ROW = 10;
 /** Tokens of one talk cycle waiting to be spoken, at most. */
@@ -71,6 +73,8 @@ interface TalkCycle {
 
 export class RelaySession {
   readonly sessionId = `VX${randomUUID().replaceAll('-', '')}`;
+  /** Languages the app asked for that no configured voice speaks (told once each). */
+  private readonly unvoiced = new Set<string>();
   readonly stats: RelayStats = { tokens: 0, prompts: 0, interrupts: 0, errors: 0 };
   /** Settles once, with why the session ended. */
   readonly done: Promise<RelayOutcome>;
@@ -192,6 +196,30 @@ export class RelaySession {
     });
   }
 
+  /**
+   * The voice for `lang` (a talk cycle's first `text.lang`, else the session's `ttsLanguage`): the
+   * configured voice of that tag, else of the same language in another region; else the relay's
+   * voice, and the app is told once per tag that none speaks it.
+   */
+  private voiceFor(lang: string | undefined): string | undefined {
+    const languages = this.settings.languages ?? {};
+    if (lang === undefined || Object.keys(languages).length === 0) return this.settings.voiceId;
+    const wanted = lang.toLowerCase();
+    const primary = wanted.split('-')[0];
+    let match: { voiceId: string } | undefined;
+    for (const [tag, entry] of Object.entries(languages)) {
+      const t = tag.toLowerCase();
+      if (t === wanted) return entry.voiceId;
+      if (match === undefined && t.split('-')[0] === primary) match = entry;
+    }
+    if (match) return match.voiceId;
+    if (!this.unvoiced.has(wanted) && this.unvoiced.size < MAX_UNVOICED) {
+      this.unvoiced.add(wanted);
+      this.error(`no voice is configured for language ${lang.slice(0, 35)}: the default voice speaks it`);
+    }
+    return this.settings.voiceId;
+  }
+
   /** A key the caller pressed: to the app when DTMF is on, and it may cut speech that allows it. */
   dtmf(digit: string): void {
     if (this.ended) return;
@@ -247,6 +275,7 @@ export class RelaySession {
           interruptible: message.interruptible ?? this.settings.interruptible,
           preemptible: message.preemptible ?? false,
           last: message.last ?? false,
+          lang: message.lang,
         });
         return;
       case 'play':
@@ -288,7 +317,7 @@ export class RelaySession {
   /** A token of the app's: into the open talk cycle, or the first of a new one. */
   private speak(
     token: string,
-    o: { interruptible: Interruptible; preemptible: boolean; last: boolean },
+    o: { interruptible: Interruptible; preemptible: boolean; last: boolean; lang?: string | undefined },
   ): void {
     if (this.discarding) {
       if (o.last) this.discarding = false;
@@ -316,7 +345,7 @@ export class RelaySession {
       try {
         handle = this.host.say(tokens, {
           interruptible: o.interruptible === 'speech' || o.interruptible === 'any',
-          voiceId: this.settings.voiceId,
+          voiceId: this.voiceFor(o.lang ?? this.language.tts),
         });
       } catch (error) {
         // The host would not take it (its queue is full, the call is ending).

@@ -32,6 +32,7 @@ export function relaySettings(loaded: LoadedConfig): Record<string, RelaySetting
         interruptible: r.interruptible,
         dtmf: r.dtmf,
         voiceId: r.voiceId,
+        languages: r.languages,
         connectTimeoutMs: r.connectTimeoutMs,
         twilioAuthToken: secrets.twilioAuthToken,
       },

@@ -36,14 +36,18 @@ class RecordingHost implements RelayHost {
     customParameters: {},
     voxbridge: { gateway: 'twilio' },
   };
-  readonly said: Array<{ tokens: string[]; end: (r?: Partial<UtteranceResult>) => void }> = [];
+  readonly said: Array<{
+    tokens: string[];
+    end: (r?: Partial<UtteranceResult>) => void;
+    voiceId: string | undefined;
+  }> = [];
   readonly digits: string[] = [];
   /** Resolves every `sendDigits` in flight. */
   private digitsPlayed: Array<() => void> = [];
   interruptThrows = false;
   private next = 0;
 
-  say(text: AsyncIterable<string>): UtteranceHandle {
+  say(text: AsyncIterable<string>, options: { voiceId?: string | undefined } = {}): UtteranceHandle {
     const tokens: string[] = [];
     let end!: (r?: Partial<UtteranceResult>) => void;
     const result = new Promise<UtteranceResult>((resolve) => {
@@ -65,7 +69,7 @@ class RecordingHost implements RelayHost {
     void (async () => {
       for await (const t of text) tokens.push(t);
     })();
-    this.said.push({ tokens, end });
+    this.said.push({ tokens, end, voiceId: options.voiceId });
     return { id: `u${this.next++}`, result };
   }
 
@@ -101,7 +105,12 @@ afterEach(async () => {
 async function open(
   limits: Partial<RelayLimits> = {},
   host = new RecordingHost(),
-  settings: { twilioAuthToken?: string; path?: string } = {},
+  settings: {
+    twilioAuthToken?: string;
+    path?: string;
+    voiceId?: string;
+    languages?: Record<string, { voiceId: string }>;
+  } = {},
 ): Promise<{
   session: RelaySession;
   host: RecordingHost;
@@ -125,7 +134,8 @@ async function open(
       welcomeInterruptible: undefined,
       interruptible: 'any',
       dtmf: true,
-      voiceId: undefined,
+      voiceId: settings.voiceId,
+      languages: settings.languages,
       connectTimeoutMs: 5000,
       limits,
     },
@@ -275,5 +285,36 @@ describe('the handshake, as Twilio makes it', () => {
   it('carries no signature without the token', async () => {
     const { handshake } = await open();
     expect(handshake.headers['x-twilio-signature']).toBeUndefined();
+  });
+});
+
+describe('languages and voices', () => {
+  const languages = { 'es-ES': { voiceId: 'voice-es' }, 'fr-FR': { voiceId: 'voice-fr' } };
+
+  it('speaks each answer in the voice of its language: the session’s, a text’s own, the same language elsewhere', async () => {
+    const { app, host } = await open({}, new RecordingHost(), { voiceId: 'voice-en', languages });
+    send(app, { type: 'text', token: 'Hello.', last: true });
+    await until(() => host.said.length === 1, 5000, 'the first answer');
+    host.said[0]!.end();
+    send(app, { type: 'language', ttsLanguage: 'es-ES', transcriptionLanguage: 'es-ES' });
+    send(app, { type: 'text', token: 'Hola.', last: true });
+    await until(() => host.said.length === 2, 5000, 'the second answer');
+    host.said[1]!.end();
+    send(app, { type: 'text', token: 'Bonjour.', lang: 'fr-CA', last: true });
+    await until(() => host.said.length === 3, 5000, 'the third answer');
+    host.said[2]!.end();
+    expect(host.said.map((s) => s.voiceId)).toEqual(['voice-en', 'voice-es', 'voice-fr']);
+    expect(errors(app)).toEqual([]);
+  });
+
+  it('a language with no voice is spoken in the default one, and the app is told once', async () => {
+    const { app, host } = await open({}, new RecordingHost(), { voiceId: 'voice-en', languages });
+    for (let i = 0; i < 3; i++) {
+      send(app, { type: 'text', token: 'Guten Tag.', lang: 'de-DE', last: true });
+      await until(() => host.said.length === i + 1, 5000, 'the answer');
+      host.said[i]!.end();
+    }
+    expect(host.said.map((s) => s.voiceId)).toEqual(['voice-en', 'voice-en', 'voice-en']);
+    expect(errors(app)).toEqual(['no voice is configured for language de-DE: the default voice speaks it']);
   });
 });
