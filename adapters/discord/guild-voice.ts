@@ -36,6 +36,7 @@ import {
   type SayOptions,
   type UtteranceHandle,
 } from '../../src/speaker/speaker.js';
+import type { AudioInput } from '../../src/speaker/utterance.js';
 import {
   ConnectionKeeper,
   describeState,
@@ -220,7 +221,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
     return this.endedPromise;
   }
 
-  say(text: string | AsyncIterable<string>, options: SayOptions = {}): UtteranceHandle {
+  say(text: string | AsyncIterable<string> | AudioInput, options: SayOptions = {}): UtteranceHandle {
     return this.speaker.say(text, options);
   }
 

@@ -164,6 +164,22 @@ export const configSchema = z.strictObject({
         )
         .refine((l) => Object.keys(l).length <= 64, 'at most 64 languages')
         .default({}),
+      /**
+       * Where a `play` may fetch its WAV or MP3 from (`host[:port]` as in the URL; none: `play` is
+       * refused), the file's size at most, and the fetch's deadline.
+       */
+      play: z
+        .strictObject({
+          hosts: z.array(z.string().min(1).max(253)).max(32).default([]),
+          maxBytes: z
+            .number()
+            .int()
+            .min(1024)
+            .max(50 * 1024 * 1024)
+            .default(10 * 1024 * 1024),
+          timeoutMs: z.number().int().min(100).max(60_000).default(10_000),
+        })
+        .default({ hosts: [], maxBytes: 10 * 1024 * 1024, timeoutMs: 10_000 }),
       connectTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
     }),
   ),

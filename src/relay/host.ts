@@ -4,6 +4,8 @@
  */
 import type { Interruptible, RelayExtension } from '../protocols/conversation-relay.js';
 import type { InterruptResult, UtteranceHandle } from '../speaker/speaker.js';
+import type { AudioInput } from '../speaker/utterance.js';
+import type { PlayLimits } from './play.js';
 
 export interface RelaySettings {
   /** The app's WebSocket URL (ws: or wss:), with the call's fields in braces put in (url-template.ts). */
@@ -22,6 +24,8 @@ export interface RelaySettings {
   voiceId: string | undefined;
   /** The voice for each language the app may speak in (a BCP 47 tag: `{ voiceId }`); default none. */
   languages?: Readonly<Record<string, { voiceId: string }>> | undefined;
+  /** Where `play` may fetch from, and how much; none: every `play` is refused. */
+  play?: PlayLimits | undefined;
   /** How long the app's socket may take to open (ms). */
   connectTimeoutMs: number;
   /**
@@ -47,9 +51,12 @@ export interface RelaySetup {
 /** What a session needs of the call or guild it runs on. */
 export interface RelayHost {
   readonly setup: RelaySetup;
-  /** Speaks a stream of text; `interruptible`: whether the caller's voice may cut it. */
+  /**
+   * Speaks a stream of text, or plays audio (a `play`, still being fetched); `interruptible`: whether
+   * the caller's voice may cut it.
+   */
   say(
-    text: AsyncIterable<string>,
+    text: AsyncIterable<string> | AudioInput,
     options: { interruptible: boolean; voiceId?: string | undefined },
   ): UtteranceHandle;
   /** Cuts what plays now, whatever it is (a preempted talk cycle, a key press that may cut it). */

@@ -10,6 +10,7 @@
  */
 import { twilioSignature } from '../protocols/twilio-signature.js';
 import { promptLang } from './lang.js';
+import { fetchPlay, playUrl } from './play.js';
 import { relayUrl } from './url-template.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -279,9 +280,11 @@ export class RelaySession {
         });
         return;
       case 'play':
-        this.error(
-          `play is not supported here: voxbridge speaks text (source ${message.source.slice(0, 200)})`,
-        );
+        this.play(message.source, {
+          loop: message.loop ?? 1,
+          interruptible: message.interruptible ?? this.settings.interruptible,
+          preemptible: message.preemptible ?? false,
+        });
         return;
       case 'sendDigits': {
         const send = this.host.sendDigits;
@@ -325,17 +328,7 @@ export class RelaySession {
     }
     let cycle = this.open;
     if (!cycle) {
-      // A new talk cycle: one still speaking that may be preempted gives way to it.
-      for (const c of this.speaking.values())
-        if (c.preemptible && !c.cut) {
-          c.cut = true;
-          const r = this.host.interrupt();
-          if (r.interrupted) this.log.debug({ heardText: r.heardText }, 'talk cycle preempted');
-        }
-      if (this.speaking.size >= this.limits.cycles) {
-        this.error(
-          `${this.speaking.size} answers are already waiting to be spoken: this one is dropped (at most ${this.limits.cycles})`,
-        );
+      if (!this.makeRoom()) {
         // Its tokens up to its `last` go with it.
         this.discarding = !o.last;
         return;
@@ -384,6 +377,73 @@ export class RelaySession {
       }
     }
     if (o.last) this.closeCycle(cycle);
+  }
+
+  /**
+   * Room for a new talk cycle: one still speaking that may be preempted gives way to it; false (and
+   * an `error` to the app) when as many as the limit are queued or speaking already.
+   */
+  private makeRoom(): boolean {
+    for (const c of this.speaking.values())
+      if (c.preemptible && !c.cut) {
+        c.cut = true;
+        const r = this.host.interrupt();
+        if (r.interrupted) this.log.debug({ heardText: r.heardText }, 'talk cycle preempted');
+      }
+    if (this.speaking.size < this.limits.cycles) return true;
+    this.error(
+      `${this.speaking.size} answers are already waiting to be spoken: this one is dropped (at most ${this.limits.cycles})`,
+    );
+    return false;
+  }
+
+  /**
+   * A `play`: its own talk cycle, in its place in the queue while the file is fetched (play.ts); a
+   * source it may not fetch, or a file that fails, is an `error` to the app and plays nothing.
+   */
+  private play(
+    source: string,
+    o: { loop: number; interruptible: Interruptible; preemptible: boolean },
+  ): void {
+    let url: URL;
+    try {
+      url = playUrl(source, this.settings.play);
+    } catch (error) {
+      this.error((error as Error).message);
+      return;
+    }
+    if (!this.makeRoom()) return;
+    const fetching = new AbortController();
+    const audio = fetchPlay(url, this.settings.play!, o.loop, fetching.signal);
+    audio.catch((error: unknown) => {
+      if (!fetching.signal.aborted) this.error((error as Error).message);
+    });
+    let handle: UtteranceHandle;
+    try {
+      handle = this.host.say(
+        { audio, text: '' },
+        { interruptible: o.interruptible === 'speech' || o.interruptible === 'any' },
+      );
+    } catch (error) {
+      fetching.abort();
+      this.error(`this play cannot be played: ${(error as Error).message}`);
+      return;
+    }
+    const tokens = new AsyncQueue<string>(1);
+    tokens.close();
+    this.speaking.set(handle.id, {
+      tokens,
+      handle,
+      interruptible: o.interruptible,
+      preemptible: o.preemptible,
+      cut: false,
+      chars: 0,
+    });
+    void handle.result.then(() => {
+      this.speaking.delete(handle.id);
+      // Cut before the file was in: the fetch is of no use any more.
+      fetching.abort();
+    });
   }
 
   /** No more tokens for this talk cycle: what is queued is spoken, then its utterance ends. */

@@ -1,3 +1,4 @@
+import { orAbort } from '../async/abortable.js';
 import { TEXT_MAX_CHARS } from '../speech/limits.js';
 
 export interface Segment {
@@ -514,14 +515,5 @@ function nextOrAbort<T>(
   iterator: AsyncIterator<T>,
   signal: AbortSignal | undefined,
 ): Promise<IteratorResult<T>> {
-  const next = iterator.next();
-  if (!signal) return next;
-  let onAbort = (): void => undefined;
-  // Settles only on abort; when the token comes first it is left pending, its listener removed.
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(signal.reason as Error);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([next, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
+  return orAbort(iterator.next(), signal);
 }

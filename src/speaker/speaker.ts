@@ -1,4 +1,5 @@
 // Over 450 lines: the queue, barge-in and the producer and sender of one listener share the utterance states and the epoch.
+import { orAbort } from '../async/abortable.js';
 import { EventEmitter } from 'node:events';
 import type { SpeechVoiceSettings } from '../speech/client.js';
 import { systemClock, type Clock } from './clock.js';
@@ -485,12 +486,13 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     };
     const input = u.input;
     if (isAudioInput(input)) {
-      // Audio as it is: one segment, no request.
+      // Audio as it is: one segment, no request (once it is there, if it is on its way).
+      const audio = await orAbort(Promise.resolve(input.audio), signal);
       u.metrics.firstByteMs = performance.now() - u.createdAt;
       yield {
         segment: { text: input.text, start: 0, end: input.text.length },
         chunks: (async function* () {
-          yield input.audio;
+          yield audio;
         })(),
         fromCache: false,
         alignment: undefined,

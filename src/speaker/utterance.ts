@@ -5,10 +5,12 @@ import { TextLedger } from './ledger.js';
 
 /**
  * Audio to play as it is, instead of text to speak: s16le mono 24 kHz (the speaker's own format), with
- * a text that stands for it in results (what was "heard").
+ * a text that stands for it in results (what was "heard"). It may still be on its way (a file being
+ * fetched): the utterance keeps its place in the queue and plays once it is there, or fails with its
+ * error.
  */
 export interface AudioInput {
-  readonly audio: Uint8Array;
+  readonly audio: Uint8Array | Promise<Uint8Array>;
   readonly text: string;
 }
 

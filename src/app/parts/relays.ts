@@ -33,6 +33,7 @@ export function relaySettings(loaded: LoadedConfig): Record<string, RelaySetting
         dtmf: r.dtmf,
         voiceId: r.voiceId,
         languages: r.languages,
+        play: r.play,
         connectTimeoutMs: r.connectTimeoutMs,
         twilioAuthToken: secrets.twilioAuthToken,
       },

@@ -1,0 +1,113 @@
+/**
+ * A relay app's `play`: a WAV or MP3 fetched from one of the hosts the relay allows, bounded in bytes,
+ * time and length, turned into the speaker's own audio (s16le mono 24 kHz), `loop` times over. Nothing
+ * but the URL goes to the host: no credential, no redirect followed (a redirect is an error: it could
+ * lead anywhere).
+ */
+import { decodeAudio } from '../audio/decode.js';
+import { int16ToBytes } from '../audio/pcm.js';
+import { resampleWhole } from '../audio/resampler.js';
+
+export interface PlayLimits {
+  /** Hosts (`host[:port]`, as in the URL) the app may play from. */
+  hosts: readonly string[];
+  /** The file's size, at most. */
+  maxBytes: number;
+  /** The whole fetch, at most (ms). */
+  timeoutMs: number;
+}
+
+/** What a play may last, every loop together (s). */
+export const MAX_PLAY_SECONDS = 600;
+/** `loop: 0` (Twilio: repeat until the call ends) plays this many times at most. */
+const LOOP_FOREVER = 1000;
+const OUTPUT_RATE = 24_000;
+
+/** A play refused or failed; its message goes to the app as an `error`. */
+export class PlayError extends Error {
+  override readonly name = 'PlayError';
+}
+
+/** The source as a URL the relay may fetch, or a `PlayError` saying why not. */
+export function playUrl(source: string, limits: PlayLimits | undefined): URL {
+  let url: URL;
+  try {
+    url = new URL(source);
+  } catch {
+    throw new PlayError(`play: ${JSON.stringify(source.slice(0, 200))} is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new PlayError(`play: only http and https sources are played (${url.protocol})`);
+  if (!limits?.hosts.includes(url.host))
+    throw new PlayError(`play: ${url.host} is not among the hosts this relay may play from (play.hosts)`);
+  return url;
+}
+
+async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) throw new PlayError(`play: the file is ${declared} bytes; at most ${maxBytes}`);
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  // Leaving the loop early cancels the body.
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    total += chunk.byteLength;
+    if (total > maxBytes) throw new PlayError(`play: the file is over ${maxBytes} bytes`);
+    parts.push(chunk);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** Fetches `url` and makes it the speaker's audio, `loop` times over (0: as many as fit). */
+export async function fetchPlay(
+  url: URL,
+  limits: PlayLimits,
+  loop: number,
+  signal: AbortSignal,
+): Promise<Uint8Array> {
+  const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
+  let res: Response;
+  try {
+    res = await fetch(url, { redirect: 'error', signal: deadline });
+  } catch (error) {
+    throw new PlayError(`play: ${url.host} could not be fetched (${(error as Error).message})`, {
+      cause: error,
+    });
+  }
+  if (!res.ok) {
+    await res.body?.cancel();
+    throw new PlayError(`play: ${url.host} answered ${res.status}`);
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = await readCapped(res, limits.maxBytes);
+  } catch (error) {
+    if (error instanceof PlayError) throw error;
+    throw new PlayError(`play: reading from ${url.host} failed (${(error as Error).message})`, {
+      cause: error,
+    });
+  }
+  let decoded;
+  try {
+    decoded = await decodeAudio(bytes, MAX_PLAY_SECONDS);
+  } catch (error) {
+    throw new PlayError(`play: ${(error as Error).message}`, { cause: error });
+  }
+  const n = Math.min(decoded.samples.length, MAX_PLAY_SECONDS * decoded.sampleRate);
+  const int16 = new Int16Array(n);
+  for (let i = 0; i < n; i++)
+    int16[i] = Math.max(-32768, Math.min(32767, Math.round(decoded.samples[i]! * 32768)));
+  const once = int16ToBytes(resampleWhole(int16, decoded.sampleRate, OUTPUT_RATE));
+  if (once.byteLength === 0) throw new PlayError('play: the file holds no audio');
+  const fit = Math.max(1, Math.floor((MAX_PLAY_SECONDS * OUTPUT_RATE * 2) / once.byteLength));
+  const times = Math.min(loop === 0 ? LOOP_FOREVER : loop, fit);
+  if (times === 1) return once;
+  const out = new Uint8Array(once.byteLength * times);
+  for (let k = 0; k < times; k++) out.set(once, k * once.byteLength);
+  return out;
+}

@@ -1,0 +1,151 @@
+/**
+ * What a relay session does for apps written for ConversationRelay (issue 43): the handshake Twilio
+ * makes (its signature, a URL per call), languages and their voices, `play`.
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import twilio from 'twilio';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { wavFile } from '../../../src/audio/wav.js';
+import { until } from '../../helpers/relay-app.js';
+import { errors, open, RecordingHost, send } from '../../helpers/relay-session.js';
+
+describe('the handshake, as Twilio makes it', () => {
+  it('carries X-Twilio-Signature over the app URL when TWILIO_AUTH_TOKEN is set, checked by twilio', async () => {
+    const token = 'twilio-auth-token-0123456789';
+    const { handshake, url, app } = await open({}, new RecordingHost(), {
+      twilioAuthToken: token,
+      path: '/relay?tenant=acme',
+    });
+    const signature = handshake.headers['x-twilio-signature'];
+    expect(typeof signature).toBe('string');
+    expect(twilio.validateRequest(token, signature as string, url, {})).toBe(true);
+    expect(twilio.validateRequest('another-token', signature as string, url, {})).toBe(false);
+    // The token itself goes nowhere.
+    expect(JSON.stringify(handshake.headers)).not.toContain(token);
+    expect(JSON.stringify(app.received)).not.toContain(token);
+  });
+
+  it('opens the URL with the call’s fields put in, and signs that URL', async () => {
+    const token = 'twilio-auth-token-0123456789';
+    const { handshake, url } = await open({}, new RecordingHost(), {
+      twilioAuthToken: token,
+      path: '/relay/{callSid}?from={from}&plan={param.plan}',
+    });
+    expect(handshake.url).toBe('/relay/CA-hardening?from=%2B15550000001&plan=');
+    const opened = url.replace(/\/relay.*$/, handshake.url!);
+    expect(twilio.validateRequest(token, handshake.headers['x-twilio-signature'] as string, opened, {})).toBe(
+      true,
+    );
+  });
+
+  it('carries no signature without the token', async () => {
+    const { handshake } = await open();
+    expect(handshake.headers['x-twilio-signature']).toBeUndefined();
+  });
+});
+
+describe('languages and voices', () => {
+  const languages = { 'es-ES': { voiceId: 'voice-es' }, 'fr-FR': { voiceId: 'voice-fr' } };
+
+  it('speaks each answer in the voice of its language: the session’s, a text’s own, the same language elsewhere', async () => {
+    const { app, host } = await open({}, new RecordingHost(), { voiceId: 'voice-en', languages });
+    send(app, { type: 'text', token: 'Hello.', last: true });
+    await until(() => host.said.length === 1, 5000, 'the first answer');
+    host.said[0]!.end();
+    send(app, { type: 'language', ttsLanguage: 'es-ES', transcriptionLanguage: 'es-ES' });
+    send(app, { type: 'text', token: 'Hola.', last: true });
+    await until(() => host.said.length === 2, 5000, 'the second answer');
+    host.said[1]!.end();
+    send(app, { type: 'text', token: 'Bonjour.', lang: 'fr-CA', last: true });
+    await until(() => host.said.length === 3, 5000, 'the third answer');
+    host.said[2]!.end();
+    expect(host.said.map((s) => s.voiceId)).toEqual(['voice-en', 'voice-es', 'voice-fr']);
+    expect(errors(app)).toEqual([]);
+  });
+
+  it('a language with no voice is spoken in the default one, and the app is told once', async () => {
+    const { app, host } = await open({}, new RecordingHost(), { voiceId: 'voice-en', languages });
+    for (let i = 0; i < 3; i++) {
+      send(app, { type: 'text', token: 'Guten Tag.', lang: 'de-DE', last: true });
+      await until(() => host.said.length === i + 1, 5000, 'the answer');
+      host.said[i]!.end();
+    }
+    expect(host.said.map((s) => s.voiceId)).toEqual(['voice-en', 'voice-en', 'voice-en']);
+    expect(errors(app)).toEqual(['no voice is configured for language de-DE: the default voice speaks it']);
+  });
+});
+
+describe('play', () => {
+  /** A file server on loopback: `/tone.wav` (0.5 s at 8 kHz), `/big.wav`, `/moved`, `/missing`, `/text`. */
+  let server: Server;
+  let host: string;
+  const tone = new Int16Array(4000).map((_, i) =>
+    Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 8000)),
+  );
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === '/tone.wav')
+        res.writeHead(200, { 'content-type': 'audio/wav' }).end(wavFile(tone, 8000));
+      else if (req.url === '/big.wav') res.writeHead(200).end(wavFile(new Int16Array(200_000), 8000));
+      else if (req.url === '/moved') res.writeHead(302, { location: 'http://example.invalid/x.wav' }).end();
+      else if (req.url === '/text') res.writeHead(200).end('not audio at all');
+      else res.writeHead(404).end();
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  const limits = (): { hosts: string[]; maxBytes: number; timeoutMs: number } => ({
+    hosts: [host],
+    maxBytes: 64 * 1024,
+    timeoutMs: 5000,
+  });
+
+  it('plays a WAV from an allowed host as the speaker’s audio, loop times over, in its place in the queue', async () => {
+    const { app, host: h } = await open({}, new RecordingHost(), { play: limits() });
+    send(app, { type: 'text', token: 'First this.', last: true });
+    send(app, { type: 'play', source: `http://${host}/tone.wav`, loop: 2 });
+    send(app, { type: 'text', token: 'Then this.', last: true });
+    await until(() => h.said.length === 3, 5000, 'three answers');
+    expect(h.said.map((s) => s.audio !== undefined)).toEqual([false, true, false]);
+    const audio = await h.said[1]!.audio!;
+    // 0.5 s at 24 kHz, 16-bit, twice.
+    expect(audio.byteLength).toBeGreaterThan(2 * 0.49 * 48_000);
+    expect(audio.byteLength).toBeLessThan(2 * 0.51 * 48_000);
+    expect(errors(app)).toEqual([]);
+  });
+
+  it('refuses a host it may not fetch from, a redirect, a file too big, a failure and what is not audio', async () => {
+    const { app, host: h } = await open({}, new RecordingHost(), { play: limits() });
+    send(app, { type: 'play', source: 'http://example.invalid/hold.mp3' });
+    send(app, { type: 'play', source: 'file:///etc/passwd' });
+    send(app, { type: 'play', source: 'not a url' });
+    await until(() => errors(app).length === 3, 5000, 'three refusals');
+    expect(h.said).toHaveLength(0);
+    for (const path of ['/moved', '/big.wav', '/missing', '/text'])
+      send(app, { type: 'play', source: `http://${host}${path}` });
+    await until(() => errors(app).length === 7, 5000, 'four failures');
+    expect(errors(app)).toEqual([
+      'play: example.invalid is not among the hosts this relay may play from (play.hosts)',
+      'play: only http and https sources are played (file:)',
+      'play: "not a url" is not a URL',
+      expect.stringMatching(/^play: 127\.0\.0\.1:\d+ could not be fetched/),
+      expect.stringMatching(/^play: the file is (over )?\d+ bytes/),
+      expect.stringMatching(/^play: 127\.0\.0\.1:\d+ answered 404$/),
+      'play: not WAV or MP3 audio',
+    ]);
+    for (const s of h.said) await expect(s.audio).rejects.toThrow(/^play: /);
+  });
+
+  it('without play.hosts, every play is refused', async () => {
+    const { app, host: h } = await open();
+    send(app, { type: 'play', source: `http://${host}/tone.wav` });
+    await until(() => errors(app).length === 1, 5000, 'the refusal');
+    expect(errors(app)[0]).toMatch(/is not among the hosts this relay may play from/);
+    expect(h.said).toHaveLength(0);
+  });
+});
