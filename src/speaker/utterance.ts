@@ -97,7 +97,11 @@ export class Utterance {
     ) => void,
   ) {
     if (typeof input === 'string') this.text = input;
-    else if (isAudioInput(input)) this.text = input.text;
+    else if (isAudioInput(input)) {
+      this.text = input.text;
+      // Audio still on its way may fail before its turn: its error is the utterance's, when it plays.
+      if (input.audio instanceof Promise) input.audio.catch(() => undefined);
+    }
   }
 
   get state(): UtteranceState {

@@ -128,6 +128,38 @@ describe('Speaker on a fake clock', () => {
     expect(result.heardText).toBe('One short sentence.');
   });
 
+  it('plays audio still on its way in its place in the queue; audio that fails fails its utterance only', async () => {
+    const { clock, sink, speaker } = setup({ durationMs: () => 400 });
+    let arrive!: (audio: Uint8Array) => void;
+    const pending = new Promise<Uint8Array>((resolve) => (arrive = resolve));
+    const failing = Promise.reject(new Error('play: media.example answered 404'));
+    const played = speaker.say({ audio: pending, text: '' });
+    const failed = speaker.say({ audio: failing, text: '' });
+    const after = speaker.say('After them.');
+    await clock.advance(500);
+    expect(sink.frames).toHaveLength(0); // the first is not there yet, and nothing jumps ahead of it
+    arrive(tone(0, 24_000)); // 0.5 s
+    await clock.advance(3000);
+    expect((await played.result).status).toBe('played');
+    expect((await played.result).playedMs).toBe(500);
+    expect(await failed.result).toMatchObject({
+      status: 'failed',
+      error: new Error('play: media.example answered 404'),
+    });
+    expect((await after.result).status).toBe('played');
+    expect(sink.frames).toHaveLength(25 + 20);
+  });
+
+  it('an utterance whose audio is still on its way is interrupted at once', async () => {
+    const { clock, speaker } = setup();
+    const never = new Promise<Uint8Array>(() => undefined);
+    const handle = speaker.say({ audio: never, text: '' });
+    await clock.advance(100);
+    speaker.interrupt({ force: true });
+    await clock.advance(100);
+    expect((await handle.result).status).toBe('interrupted');
+  });
+
   it('joins the sentences of one text with no gap: each next one is requested while the previous plays', async () => {
     const { clock, source, sink, speaker } = setup();
     const text = 'The first sentence is here. A second one comes next. And then the third.';
