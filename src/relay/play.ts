@@ -54,13 +54,7 @@ async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array> 
     if (total > maxBytes) throw new PlayError(`play: the file is over ${maxBytes} bytes`);
     parts.push(chunk);
   }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
+  return Buffer.concat(parts, total);
 }
 
 /** Fetches `url` and makes it the speaker's audio, `loop` times over (0: as many as fit). */

@@ -346,16 +346,8 @@ export class RelaySession {
         this.discarding = !o.last;
         return;
       }
-      cycle = {
-        tokens,
-        handle,
-        interruptible: o.interruptible,
-        preemptible: o.preemptible,
-        cut: false,
-        chars: 0,
-      };
+      cycle = this.track(handle, tokens, o);
       this.open = cycle;
-      this.speaking.set(handle.id, cycle);
       const started = cycle;
       void handle.result.then(() => {
         this.speaking.delete(handle.id);
@@ -377,6 +369,24 @@ export class RelaySession {
       }
     }
     if (o.last) this.closeCycle(cycle);
+  }
+
+  /** A talk cycle begun: counted among those speaking until its utterance ends (the caller's to see to). */
+  private track(
+    handle: UtteranceHandle,
+    tokens: AsyncQueue<string>,
+    o: { interruptible: Interruptible; preemptible: boolean },
+  ): TalkCycle {
+    const cycle: TalkCycle = {
+      tokens,
+      handle,
+      interruptible: o.interruptible,
+      preemptible: o.preemptible,
+      cut: false,
+      chars: 0,
+    };
+    this.speaking.set(handle.id, cycle);
+    return cycle;
   }
 
   /**
@@ -431,14 +441,7 @@ export class RelaySession {
     }
     const tokens = new AsyncQueue<string>(1);
     tokens.close();
-    this.speaking.set(handle.id, {
-      tokens,
-      handle,
-      interruptible: o.interruptible,
-      preemptible: o.preemptible,
-      cut: false,
-      chars: 0,
-    });
+    this.track(handle, tokens, o);
     void handle.result.then(() => {
       this.speaking.delete(handle.id);
       // Cut before the file was in: the fetch is of no use any more.

@@ -121,16 +121,6 @@ export function decodeShared(
   }
 }
 
-function concat(chunks: readonly Uint8Array[], bytes: number): Uint8Array {
-  const out = new Uint8Array(bytes);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
-
 /** JSON with object keys sorted at every level, so `{a, b}` and `{b, a}` serialize alike. */
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
@@ -256,7 +246,7 @@ export class PhraseCache {
           committed = { key: k, chunks: Object.freeze(chunks), audioBytes: bytes, bytes, alignment };
           this.store(k, committed);
           if (this.shared) {
-            const value = encodeShared(concat(chunks, bytes), alignment);
+            const value = encodeShared(Buffer.concat(chunks, bytes), alignment);
             if (value.byteLength <= this.shared.maxEntryBytes) this.shared.put(k, value);
           }
         }
