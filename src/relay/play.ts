@@ -1,8 +1,9 @@
 /**
  * A relay app's `play`: a WAV or MP3 fetched from one of the hosts the relay allows, bounded in bytes,
- * time and length, turned into the speaker's own audio (s16le mono 24 kHz), `loop` times over. Nothing
- * but the URL goes to the host: no credential, no redirect followed (a redirect is an error: it could
- * lead anywhere).
+ * time and length (its first `MAX_PLAY_SECONDS` are kept), turned into the speaker's own audio (s16le
+ * mono 24 kHz), which the speaker loops without copying it (`AudioInput.repeat`). Nothing but the URL
+ * goes to the host: no credential, no redirect followed (a redirect is an error: it could lead
+ * anywhere).
  */
 import { decodeAudio } from '../audio/decode.js';
 import { int16ToBytes } from '../audio/pcm.js';
@@ -17,10 +18,10 @@ export interface PlayLimits {
   timeoutMs: number;
 }
 
-/** What a play may last, every loop together (s). */
-export const MAX_PLAY_SECONDS = 600;
+/** What one file may hold (s): the most of it decoded, and kept, however often it loops. */
+export const MAX_PLAY_SECONDS = 120;
 /** `loop: 0` (Twilio: repeat until the call ends) plays this many times at most. */
-const LOOP_FOREVER = 1000;
+export const LOOP_FOREVER = 1000;
 const OUTPUT_RATE = 24_000;
 
 /** A play refused or failed; its message goes to the app as an `error`. */
@@ -57,13 +58,8 @@ async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array> 
   return Buffer.concat(parts, total);
 }
 
-/** Fetches `url` and makes it the speaker's audio, `loop` times over (0: as many as fit). */
-export async function fetchPlay(
-  url: URL,
-  limits: PlayLimits,
-  loop: number,
-  signal: AbortSignal,
-): Promise<Uint8Array> {
+/** Fetches `url` and makes it the speaker's audio (which loops it: `AudioInput.repeat`). */
+export async function fetchPlay(url: URL, limits: PlayLimits, signal: AbortSignal): Promise<Uint8Array> {
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
   let res: Response;
   try {
@@ -96,12 +92,7 @@ export async function fetchPlay(
   const int16 = new Int16Array(n);
   for (let i = 0; i < n; i++)
     int16[i] = Math.max(-32768, Math.min(32767, Math.round(decoded.samples[i]! * 32768)));
-  const once = int16ToBytes(resampleWhole(int16, decoded.sampleRate, OUTPUT_RATE));
-  if (once.byteLength === 0) throw new PlayError('play: the file holds no audio');
-  const fit = Math.max(1, Math.floor((MAX_PLAY_SECONDS * OUTPUT_RATE * 2) / once.byteLength));
-  const times = Math.min(loop === 0 ? LOOP_FOREVER : loop, fit);
-  if (times === 1) return once;
-  const out = new Uint8Array(once.byteLength * times);
-  for (let k = 0; k < times; k++) out.set(once, k * once.byteLength);
-  return out;
+  const audio = int16ToBytes(resampleWhole(int16, decoded.sampleRate, OUTPUT_RATE));
+  if (audio.byteLength === 0) throw new PlayError('play: the file holds no audio');
+  return audio;
 }

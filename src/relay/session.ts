@@ -10,7 +10,7 @@
  */
 import { twilioSignature } from '../protocols/twilio-signature.js';
 import { promptLang } from './lang.js';
-import { fetchPlay, playUrl } from './play.js';
+import { fetchPlay, LOOP_FOREVER, playUrl } from './play.js';
 import { relayUrl } from './url-template.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -55,25 +55,34 @@ export interface RelayStats {
 
 /** Languages without a voice the app is told of, at most (the rest are spoken in the default voice silently). */
 const MAX_UNVOICED = 16;
+/** `play` files fetched at once, at most (each up to `play.maxBytes`, then decoded): more are refused. */
+const MAX_PLAY_FETCHES = 2;
 /** Invalid messages in a row after which the app's socket is closed (Telnyx closes after 10). */
 const MAX_INVALID_IN_A_ROW = 10;
 /** Tokens of one talk cycle waiting to be spoken, at most. */
 const MAX_QUEUED_TOKENS = 4096;
 
-/** One talk cycle: the app's tokens up to `last: true`, spoken as one utterance. */
+/** One talk cycle: the app's tokens up to `last: true` (or one `play`), spoken as one utterance. */
 interface TalkCycle {
-  readonly tokens: AsyncQueue<string>;
   readonly handle: UtteranceHandle;
   readonly interruptible: Interruptible;
   readonly preemptible: boolean;
   /** Cut by the caller (or preempted). */
   cut: boolean;
-  /** Characters the app sent for it. */
+  /** The app's tokens for it (a play has none), and their characters. */
+  readonly tokens: AsyncQueue<string> | undefined;
   chars: number;
+  /** A play's fetch, stopped once the cycle ends. */
+  readonly fetching: AbortController | undefined;
 }
+
+/** A talk cycle of the app's text. */
+type TextCycle = TalkCycle & { readonly tokens: AsyncQueue<string> };
 
 export class RelaySession {
   readonly sessionId = `VX${randomUUID().replaceAll('-', '')}`;
+  /** `play` files being fetched now. */
+  private fetches = 0;
   /** Languages the app asked for that no configured voice speaks (told once each). */
   private readonly unvoiced = new Set<string>();
   readonly stats: RelayStats = { tokens: 0, prompts: 0, interrupts: 0, errors: 0 };
@@ -88,7 +97,7 @@ export class RelaySession {
   /** Keys of `sendDigits` not yet played. */
   private digitsPending = 0;
   /** The talk cycle taking tokens, until its `last`. */
-  private open: TalkCycle | undefined;
+  private open: TextCycle | undefined;
   /** Every talk cycle still speaking or queued, by its utterance id. */
   private readonly speaking = new Map<string, TalkCycle>();
   private language: { tts: string | undefined; transcription: string | undefined } = {
@@ -346,13 +355,8 @@ export class RelaySession {
         this.discarding = !o.last;
         return;
       }
-      cycle = this.track(handle, tokens, o);
+      cycle = this.track({ ...this.cycleOf(handle, o), tokens });
       this.open = cycle;
-      const started = cycle;
-      void handle.result.then(() => {
-        this.speaking.delete(handle.id);
-        this.closeCycle(started);
-      });
     }
     if (!cycle.cut && token !== '') {
       cycle.chars += token.length;
@@ -371,21 +375,30 @@ export class RelaySession {
     if (o.last) this.closeCycle(cycle);
   }
 
-  /** A talk cycle begun: counted among those speaking until its utterance ends (the caller's to see to). */
-  private track(
+  /** A talk cycle of `handle`'s, with nothing feeding it yet. */
+  private cycleOf(
     handle: UtteranceHandle,
-    tokens: AsyncQueue<string>,
     o: { interruptible: Interruptible; preemptible: boolean },
   ): TalkCycle {
-    const cycle: TalkCycle = {
-      tokens,
+    return {
       handle,
       interruptible: o.interruptible,
       preemptible: o.preemptible,
       cut: false,
+      tokens: undefined,
       chars: 0,
+      fetching: undefined,
     };
-    this.speaking.set(handle.id, cycle);
+  }
+
+  /** A talk cycle begun: counted among those speaking until its utterance ends, then closed. */
+  private track<C extends TalkCycle>(cycle: C): C {
+    const { id } = cycle.handle;
+    this.speaking.set(id, cycle);
+    void cycle.handle.result.then(() => {
+      this.speaking.delete(id);
+      this.closeCycle(cycle);
+    });
     return cycle;
   }
 
@@ -422,16 +435,27 @@ export class RelaySession {
       this.error((error as Error).message);
       return;
     }
+    if (this.fetches >= MAX_PLAY_FETCHES) {
+      this.error(
+        `play refused: ${this.fetches} files are being fetched already (at most ${MAX_PLAY_FETCHES})`,
+      );
+      return;
+    }
     if (!this.makeRoom()) return;
     const fetching = new AbortController();
-    const audio = fetchPlay(url, this.settings.play!, o.loop, fetching.signal);
-    audio.catch((error: unknown) => {
-      if (!fetching.signal.aborted) this.error((error as Error).message);
-    });
+    const audio = fetchPlay(url, this.settings.play!, fetching.signal);
+    this.fetches++;
+    audio.then(
+      () => this.fetches--,
+      (error: unknown) => {
+        this.fetches--;
+        if (!fetching.signal.aborted) this.error((error as Error).message);
+      },
+    );
     let handle: UtteranceHandle;
     try {
       handle = this.host.say(
-        { audio, text: '' },
+        { audio, text: '', repeat: o.loop === 0 ? LOOP_FOREVER : o.loop },
         { interruptible: o.interruptible === 'speech' || o.interruptible === 'any' },
       );
     } catch (error) {
@@ -439,19 +463,16 @@ export class RelaySession {
       this.error(`this play cannot be played: ${(error as Error).message}`);
       return;
     }
-    const tokens = new AsyncQueue<string>(1);
-    tokens.close();
-    this.track(handle, tokens, o);
-    void handle.result.then(() => {
-      this.speaking.delete(handle.id);
-      // Cut before the file was in: the fetch is of no use any more.
-      fetching.abort();
-    });
+    this.track({ ...this.cycleOf(handle, o), fetching });
   }
 
-  /** No more tokens for this talk cycle: what is queued is spoken, then its utterance ends. */
+  /**
+   * Nothing more for this talk cycle: what is queued of its tokens is spoken, then its utterance ends;
+   * a play's fetch not done yet (its utterance was cut, or the session ended) is stopped.
+   */
   private closeCycle(cycle: TalkCycle): void {
-    cycle.tokens.close();
+    cycle.tokens?.close();
+    cycle.fetching?.abort();
     if (this.open === cycle) this.open = undefined;
   }
 

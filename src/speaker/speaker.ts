@@ -491,9 +491,9 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
       u.metrics.firstByteMs = performance.now() - u.createdAt;
       yield {
         segment: { text: input.text, start: 0, end: input.text.length },
-        chunks: (async function* () {
-          yield audio;
-        })(),
+        chunks: (async function* (times: number) {
+          for (let k = 0; k < times; k++) yield audio;
+        })(Math.max(1, Math.floor(input.repeat ?? 1))),
         fromCache: false,
         alignment: undefined,
         phrase: () => undefined,

@@ -12,6 +12,8 @@ import { TextLedger } from './ledger.js';
 export interface AudioInput {
   readonly audio: Uint8Array | Promise<Uint8Array>;
   readonly text: string;
+  /** Played this many times over (default 1), the same memory each time. */
+  readonly repeat?: number | undefined;
 }
 
 export interface SayOptions {

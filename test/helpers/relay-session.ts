@@ -39,6 +39,8 @@ export class RecordingHost implements RelayHost {
     voiceId: string | undefined;
     /** A `play`'s audio, as the host was given it (still being fetched). */
     audio: Promise<Uint8Array> | undefined;
+    /** How often it is to be played. */
+    repeat: number | undefined;
   }> = [];
   readonly digits: string[] = [];
   /** Resolves every `sendDigits` in flight. */
@@ -74,7 +76,8 @@ export class RecordingHost implements RelayHost {
     })();
     const audio = 'audio' in text ? Promise.resolve(text.audio) : undefined;
     audio?.catch(() => undefined);
-    this.said.push({ tokens, end, voiceId: options.voiceId, audio });
+    const repeat = 'audio' in text ? text.repeat : undefined;
+    this.said.push({ tokens, end, voiceId: options.voiceId, audio, repeat });
     return { id: `u${this.next++}`, result };
   }
 

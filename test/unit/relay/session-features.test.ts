@@ -78,7 +78,7 @@ describe('languages and voices', () => {
 });
 
 describe('play', () => {
-  /** A file server on loopback: `/tone.wav` (0.5 s at 8 kHz), `/big.wav`, `/moved`, `/missing`, `/text`. */
+  /** A file server on loopback: `/tone.wav` (0.5 s at 8 kHz), `/slow.wav` (the same, 300 ms late), `/big.wav`, `/moved`, `/missing`, `/text`. */
   let server: Server;
   let host: string;
   const tone = new Int16Array(4000).map((_, i) =>
@@ -89,6 +89,7 @@ describe('play', () => {
       if (req.url === '/tone.wav')
         res.writeHead(200, { 'content-type': 'audio/wav' }).end(wavFile(tone, 8000));
       else if (req.url === '/big.wav') res.writeHead(200).end(wavFile(new Int16Array(200_000), 8000));
+      else if (req.url === '/slow.wav') setTimeout(() => res.writeHead(200).end(wavFile(tone, 8000)), 300);
       else if (req.url === '/moved') res.writeHead(302, { location: 'http://example.invalid/x.wav' }).end();
       else if (req.url === '/text') res.writeHead(200).end('not audio at all');
       else res.writeHead(404).end();
@@ -113,9 +114,10 @@ describe('play', () => {
     await until(() => h.said.length === 3, 5000, 'three answers');
     expect(h.said.map((s) => s.audio !== undefined)).toEqual([false, true, false]);
     const audio = await h.said[1]!.audio!;
-    // 0.5 s at 24 kHz, 16-bit, twice.
-    expect(audio.byteLength).toBeGreaterThan(2 * 0.49 * 48_000);
-    expect(audio.byteLength).toBeLessThan(2 * 0.51 * 48_000);
+    // 0.5 s at 24 kHz, 16-bit, played twice over by the speaker (the same memory each time).
+    expect(audio.byteLength).toBeGreaterThan(0.49 * 48_000);
+    expect(audio.byteLength).toBeLessThan(0.51 * 48_000);
+    expect(h.said[1]!.repeat).toBe(2);
     expect(errors(app)).toEqual([]);
   });
 
@@ -126,9 +128,11 @@ describe('play', () => {
     send(app, { type: 'play', source: 'not a url' });
     await until(() => errors(app).length === 3, 5000, 'three refusals');
     expect(h.said).toHaveLength(0);
-    for (const path of ['/moved', '/big.wav', '/missing', '/text'])
+    // One at a time: at most two files are fetched at once (the next test).
+    for (const [i, path] of ['/moved', '/big.wav', '/missing', '/text'].entries()) {
       send(app, { type: 'play', source: `http://${host}${path}` });
-    await until(() => errors(app).length === 7, 5000, 'four failures');
+      await until(() => errors(app).length === 4 + i, 5000, `failure ${i + 1}`);
+    }
     expect(errors(app)).toEqual([
       'play: example.invalid is not among the hosts this relay may play from (play.hosts)',
       'play: only http and https sources are played (file:)',
@@ -139,6 +143,21 @@ describe('play', () => {
       'play: not WAV or MP3 audio',
     ]);
     for (const s of h.said) await expect(s.audio).rejects.toThrow(/^play: /);
+  });
+
+  it('fetches at most two files at once: a third play meanwhile is refused, and each plays at most 1000 times', async () => {
+    const { app, host: h } = await open({}, new RecordingHost(), { play: limits() });
+    send(app, { type: 'play', source: `http://${host}/slow.wav`, loop: 0 });
+    send(app, { type: 'play', source: `http://${host}/slow.wav` });
+    send(app, { type: 'play', source: `http://${host}/slow.wav` });
+    await until(() => errors(app).length === 1, 5000, 'the refusal');
+    expect(errors(app)[0]).toBe('play refused: 2 files are being fetched already (at most 2)');
+    expect(h.said.map((s) => s.repeat)).toEqual([1000, 1]);
+    for (const s of h.said) await s.audio!;
+    // Once they are in, another may be fetched.
+    send(app, { type: 'play', source: `http://${host}/tone.wav` });
+    await until(() => h.said.length === 3, 5000, 'the next play');
+    expect(errors(app)).toHaveLength(1);
   });
 
   it('without play.hosts, every play is refused', async () => {

@@ -150,6 +150,14 @@ describe('Speaker on a fake clock', () => {
     expect(sink.frames).toHaveLength(25 + 20);
   });
 
+  it('plays audio repeat times over', async () => {
+    const { clock, sink, speaker } = setup();
+    const handle = speaker.say({ audio: tone(0, 24_000), text: '', repeat: 3 }); // 0.5 s, three times
+    await clock.advance(3000);
+    expect((await handle.result).playedMs).toBe(1500);
+    expect(sink.frames).toHaveLength(75);
+  });
+
   it('an utterance whose audio is still on its way is interrupted at once', async () => {
     const { clock, speaker } = setup();
     const never = new Promise<Uint8Array>(() => undefined);
