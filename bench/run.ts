@@ -14,6 +14,7 @@ import { benchRelay } from './relay.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
 import { benchTalkers } from './talkers.js';
+import { benchTwiml } from './twiml.js';
 import { benchVad } from './vad.js';
 
 console.log(
@@ -34,5 +35,6 @@ if (!only || only === 'discord-shards') await benchDiscordShards();
 if (!only || only === 'browser-phone') await benchBrowserPhone();
 if (!only || only === 'relay') await benchRelay();
 if (!only || only === 'answers') await benchAnswers();
+if (!only || only === 'twiml') await benchTwiml();
 if (!only || only === 'talkers') await benchTalkers(process.argv.slice(3));
 if (!only || only === 'hardening') await benchHardening();

@@ -60,6 +60,8 @@ export class GuildRelay {
   private queuedTurns = 0;
   /** The app's utterances still speaking or queued: cut when the relay is stopped. */
   private readonly utterances = new Map<string, AbortController>();
+  /** Members whose turn is open: the channel's `clientSpeaking` is on while any is. */
+  private readonly talking = new Set<string>();
 
   constructor(private readonly options: GuildRelayOptions) {
     const { voice, settings, stt } = options;
@@ -98,13 +100,16 @@ export class GuildRelay {
       interrupt: () => voice.speaker.interrupt({ force: true, keepQueue: true }),
     };
     this.session = new RelaySession(host, settings, this.log);
+    // Members are listened to for their prompts, or for an app that asked who is speaking.
     this.turns =
-      stt &&
-      new MemberTurns({
-        ...options.turns,
-        onTurn: (turn) => this.onTurn(turn),
-        logger: this.log,
-      });
+      stt || settings.events?.has('speaker-events')
+        ? new MemberTurns({
+            ...options.turns,
+            onTurn: (turn) => this.onTurn(turn),
+            onSpeaking: (userId, speaking) => this.onSpeaking(userId, speaking),
+            logger: this.log,
+          })
+        : undefined;
     this.done = this.run();
   }
 
@@ -145,6 +150,13 @@ export class GuildRelay {
       this.turns?.close();
       this.controller.abort();
     }
+  }
+
+  /** Someone in the channel speaks while any member's turn is open. */
+  private onSpeaking(userId: string, speaking: boolean): void {
+    if (speaking) this.talking.add(userId);
+    else this.talking.delete(userId);
+    this.session.callerSpeaking(this.talking.size > 0);
   }
 
   /** A member's turn ended: its transcript goes to the app as a `prompt` naming them. */

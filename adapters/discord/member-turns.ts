@@ -59,6 +59,8 @@ export interface MemberTurnsOptions {
   /** Default `DEFAULT_MAX_TURN_MS`. */
   maxTurnMs?: number;
   onTurn(turn: MemberTurn): void;
+  /** A member's turn opened (their first audible packet) or ended (short ones too, that `onTurn` drops). */
+  onSpeaking?: ((userId: string, speaking: boolean) => void) | undefined;
   logger: Logger;
 }
 
@@ -122,6 +124,7 @@ export class MemberTurns implements MemberAudioListener {
     if (!turn) {
       turn = talker.turn = { startMs: at, endMs: at, speechMs: 0, lastAudibleAt: atMs };
       talker.recorder.onset(at);
+      this.options.onSpeaking?.(userId, true);
     }
     turn.endMs = at + ms;
     turn.speechMs += ms;
@@ -218,6 +221,7 @@ export class MemberTurns implements MemberAudioListener {
     const turn = talker.turn;
     if (!turn) return;
     talker.turn = undefined;
+    this.options.onSpeaking?.(talker.userId, false);
     const audio = talker.recorder.turnEnd(turn);
     if (!talker.sending) this.forget(talker);
     if (turn.speechMs < this.options.minSpeechMs) return;

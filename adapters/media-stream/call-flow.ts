@@ -30,12 +30,14 @@ export function chooseFlow(
 export interface CallFlowOptions {
   name: string;
   flow: Flow;
-  /** The call as the flow sees it; its keys come from here (`pushDigit`). */
-  call: Omit<FlowCall, 'nextDigit'>;
+  /** The call as the flow sees it; its keys come from here (`pushDigit`), its waits from `clock`. */
+  call: Omit<FlowCall, 'nextDigit' | 'wait'>;
   clock: Clock;
   onEvent: (event: FlowEvent) => void;
   /** Sender of the flow's own webhooks (tests inject their own). */
   post?: PostJson | undefined;
+  /** `TWILIO_AUTH_TOKEN`: TwiML nodes sign their webhook requests with it. */
+  twilioAuthToken?: string | undefined;
   log: Logger;
 }
 
@@ -57,18 +59,27 @@ export class CallFlow {
   /** Runs the flow in the background until it hangs up, loops, or `abort()`; a failure is logged. */
   start(): void {
     const { name, flow, call, onEvent, post, log } = this.options;
+    const { clock } = this.options;
     const flowCall: FlowCall = {
-      id: call.id,
-      say: (text, o) => call.say(text, o),
+      ...call,
       nextDigit: (timeoutMs, signal) => this.digits.next(timeoutMs, signal),
-      hangup: (handoffData) => call.hangup(handoffData),
-      relay: call.relay,
+      wait: (ms, signal) => clock.sleepUntil(clock.now() + ms, signal),
     };
     runFlow(flow, flowCall, {
       name,
       signal: this.controller.signal,
-      onEvent,
+      onEvent: (event) => {
+        // What a TwiML webhook answered that cannot run is the app's to fix: said plainly, once.
+        const error = event.type === 'flow.twiml' ? event.detail?.['error'] : undefined;
+        if (error !== undefined)
+          log.error(
+            { flow: name, node: event.node, error },
+            'TwiML failed (the node goes to its onError, else hangs up)',
+          );
+        onEvent(event);
+      },
       post,
+      twilioAuthToken: this.options.twilioAuthToken,
     }).catch((error: unknown) => log.error({ err: error, flow: name }, 'flow failed'));
   }
 

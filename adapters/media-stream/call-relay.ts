@@ -25,6 +25,8 @@ export interface CallRelays {
   readonly settings: Readonly<Record<string, RelaySettings>>;
   /** Speech-to-text for prompts; undefined: the relay runs without prompts. */
   readonly stt: SttClient | undefined;
+  /** `TWILIO_AUTH_TOKEN`, for relays a flow makes (a TwiML node signs its requests with it). */
+  readonly twilioAuthToken?: string | undefined;
 }
 
 export interface CallRelayOptions {
@@ -76,12 +78,15 @@ export class CallRelay {
     this.recorder.push(samples, atMs);
   }
 
+  /** The caller began to speak (the VAD's onset; a turn may have several). */
   onset(onsetMs: number): void {
     this.recorder.onset(onsetMs);
+    this.session.callerSpeaking(true);
   }
 
   /** A turn of the caller's ended: its transcript goes to the app as a `prompt`. */
   turnEnd(turn: SpeechTurn): void {
+    this.session.callerSpeaking(false);
     const audio = this.recorder.turnEnd(turn);
     const { stt, log } = this.options;
     if (!stt || audio.length === 0) return;

@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
-import type { FlowRelayOutcome, FlowSayResult } from '../../src/flows/runner.js';
+import type { FlowRelayOutcome, FlowRelaySpec, FlowSayResult } from '../../src/flows/runner.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
@@ -365,13 +365,21 @@ export class Call extends EventEmitter<CallEvents> {
         ...chosen,
         call: {
           id: this.id,
+          fields: {
+            from: stream.parameters['from'] ?? stream.parameters['From'] ?? '',
+            to: stream.parameters['to'] ?? stream.parameters['To'] ?? '',
+            direction: stream.parameters['direction'] ?? 'inbound',
+            accountSid: stream.accountSid ?? '',
+          },
           say: (text, o) => this.sayForFlow(text, o),
+          play: async (audio, o) => ({ status: (await this.say(audio, o).result).status }),
           hangup: (handoffData) => this.hangup(handoffData),
-          relay: (name, signal) => this.runRelay(name, signal),
+          relay: (spec, signal) => this.runRelay(spec, signal),
         },
         clock,
         onEvent: (event) => this.emitEvent({ type: 'flow', event }),
         post: this.options.post,
+        twilioAuthToken: this.options.relays?.twilioAuthToken,
         log: this.log,
       });
     this.setState({ status: 'active', stream, sink, speaker, bargeIn, falseBargeIn, flow });
@@ -479,10 +487,11 @@ export class Call extends EventEmitter<CallEvents> {
     state.flow?.pushDigit(digit);
   }
 
-  /** Runs relay `name` on this call (a flow's relay node) until the app ends it or its socket closes. */
-  private async runRelay(name: string, signal: AbortSignal): Promise<FlowRelayOutcome> {
+  /** Runs a relay on this call (a flow's relay or TwiML node) until the app ends it or its socket closes. */
+  private async runRelay(spec: FlowRelaySpec, signal: AbortSignal): Promise<FlowRelayOutcome> {
+    const { name } = spec;
     const state = this.#state;
-    const settings = this.options.relays?.settings[name];
+    const settings = spec.settings ?? this.options.relays?.settings[name];
     if (state.status !== 'active' || !settings) return { reason: 'closed', detail: `no relay named ${name}` };
     const { stream, speaker } = state;
     const p = stream.parameters;
@@ -500,7 +509,8 @@ export class Call extends EventEmitter<CallEvents> {
           to: p['to'] ?? p['To'] ?? '',
           direction: p['direction'] ?? 'inbound',
           callType: 'PSTN',
-          customParameters: { ...p },
+          customParameters: { ...(spec.customParameters ?? p) },
+          ...(stream.accountSid ? { accountSid: stream.accountSid } : {}),
           voxbridge: { gateway: this.gateway, prompts: stt !== undefined && state.bargeIn !== undefined },
         },
         say: (text, o) => this.say(text, { interruptible: o.interruptible, voiceId: o.voiceId }),
@@ -516,10 +526,18 @@ export class Call extends EventEmitter<CallEvents> {
     this.#relay = relay;
     state.falseBargeIn?.real('relay');
     this.emitEvent({ type: 'relay', relay: name, sessionId: relay.sessionId, status: 'started' });
+    const startedAt = performance.now();
     try {
       const outcome = await relay.run(signal);
-      this.emitEvent({ type: 'relay', relay: name, sessionId: relay.sessionId, status: 'ended', ...outcome });
-      return outcome;
+      this.emitEvent({
+        type: 'relay',
+        relay: name,
+        sessionId: relay.sessionId,
+        status: 'ended',
+        reason: outcome.reason,
+        ...(outcome.reason === 'closed' ? { detail: outcome.detail } : { handoffData: outcome.handoffData }),
+      });
+      return { ...outcome, sessionId: relay.sessionId, durationMs: performance.now() - startedAt };
     } finally {
       this.#relay = undefined;
     }

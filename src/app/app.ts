@@ -79,7 +79,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   // Repeated prompts, shared by every call and guild (and, in a cluster, by every instance).
   const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes, shared: cluster?.phrases });
   // Relay apps and their speech-to-text, for calls and guilds alike.
-  const relays = startRelays(loaded);
+  const relays = startRelays(loaded, logger);
   let calls, discord;
   try {
     calls = await startCalls({

@@ -181,6 +181,12 @@ export const configSchema = z.strictObject({
         })
         .default({ hosts: [], maxBytes: 10 * 1024 * 1024, timeoutMs: 10_000 }),
       connectTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
+      /**
+       * The `info` messages the app is sent, as ConversationRelay's `debug` attribute names them
+       * (`speaker-events`, `tokens-played`, `debugging`): a list, or words separated by spaces or
+       * commas; an unknown one is logged at start and ignored.
+       */
+      debug: z.union([z.string().max(200), z.array(z.string().min(1).max(40)).max(8)]).default([]),
     }),
   ),
   service: z.strictObject({

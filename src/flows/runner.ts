@@ -2,35 +2,14 @@
  * Runs one IVR flow on one call. The call is a port (`FlowCall`): the runner speaks through it, reads
  * the keys the caller pressed, and hangs it up; it knows nothing of gateways or sockets.
  */
+import type { FlowCall } from './port.js';
 import type { Flow, FlowNode } from './schema.js';
+import { runTwiml } from './twiml.js';
 
-export interface FlowSayResult {
-  status: 'played' | 'interrupted' | 'failed';
-}
-
-export interface FlowCall {
-  readonly id: string;
-  say(text: string, options: { voiceId?: string; interruptible: boolean }): Promise<FlowSayResult>;
-  /**
-   * The next key the caller pressed (keys pressed earlier wait in order), or undefined after
-   * `timeoutMs` with none. Rejects when `signal` aborts.
-   */
-  nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined>;
-  /** Hangs up; `handoffData` (from a relay's `end`) goes with the call's end. */
-  hangup(handoffData?: string): Promise<void>;
-  /**
-   * Hands the call to relay `name` (an app on a WebSocket) until the app ends it or its socket closes.
-   * Undefined where relays cannot run.
-   */
-  relay?: ((name: string, signal: AbortSignal) => Promise<FlowRelayOutcome>) | undefined;
-}
-
-/** How a relay node ended: the app said `end`, or its socket closed (or never opened). */
-export type FlowRelayOutcome =
-  { reason: 'end'; handoffData: string | undefined } | { reason: 'closed'; detail: string };
+export type { FlowCall, FlowCallFields, FlowRelayOutcome, FlowRelaySpec, FlowSayResult } from './port.js';
 
 export interface FlowEvent {
-  type: 'flow.node' | 'flow.webhook' | 'flow.end';
+  type: 'flow.node' | 'flow.webhook' | 'flow.twiml' | 'flow.end';
   flow: string;
   node?: string;
   detail?: Record<string, unknown>;
@@ -43,6 +22,8 @@ export interface RunFlowOptions {
   onEvent?: (event: FlowEvent) => void;
   /** Sends a webhook (POST JSON); resolves with the HTTP status, or rejects. Default: global fetch. */
   post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
+  /** `TWILIO_AUTH_TOKEN`: a TwiML node signs its webhook requests (and its relay's handshake) with it. */
+  twilioAuthToken?: string | undefined;
 }
 
 /** A webhook that has not answered by then is given up on; the flow goes on. */
@@ -155,7 +136,7 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
           silentSteps = 0;
           if (!call.relay)
             throw new Error(`flow ${flowName}: node ${current}: relays cannot run on this call`);
-          const outcome = await call.relay(node.relay, signal);
+          const outcome = await call.relay({ name: node.relay }, signal);
           emit('flow.node', current, { relay: node.relay, ...outcome });
           if (outcome.reason === 'end') {
             await call.hangup(outcome.handoffData);
@@ -167,6 +148,23 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
             break;
           }
           await call.hangup();
+          emit('flow.end', current, { reason: 'hangup' });
+          return 'hangup';
+        }
+        case 'twiml': {
+          silentSteps = 0;
+          const at = current;
+          const outcome = await runTwiml(node, call, {
+            authToken: options.twilioAuthToken,
+            flowVoice: flow.voice,
+            signal,
+            report: (detail) => emit('flow.twiml', at, detail),
+          });
+          if (outcome.end === 'error' && node.onError !== undefined) {
+            current = node.onError;
+            break;
+          }
+          if (outcome.end === 'error') await call.hangup();
           emit('flow.end', current, { reason: 'hangup' });
           return 'hangup';
         }

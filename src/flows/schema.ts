@@ -69,12 +69,40 @@ const relayNode = z.strictObject({
   onClose: nodeName.optional(),
 });
 
+/** `host[:port]` as a URL has it. */
+const hostName = z
+  .string()
+  .regex(/^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/, 'a host, or host:port');
+
+const twimlNode = z.strictObject({
+  type: z.literal('twiml'),
+  /** The app's TwiML webhook, requested as Twilio requests it when the call comes in. */
+  url: z.url({ protocol: /^https?$/ }),
+  method: z.enum(['GET', 'POST']).default('POST'),
+  /**
+   * Hosts besides the webhook's that its TwiML may send the call to: `<Play>` files, `<Redirect>` and
+   * `action` URLs, the `<ConversationRelay>` socket. Nothing else is ever fetched.
+   */
+  hosts: z.array(hostName).max(64).default([]),
+  /** Voice for `<Say>` and the relay when the TwiML names none this config maps; default the flow's. */
+  voice: z.string().min(1).optional(),
+  /** TwiML voice names (`<Say voice>`, `<ConversationRelay voice>`, `<Language voice>`) → voices of the speech service. */
+  voices: z.record(z.string().min(1).max(200), z.string().min(1)).default({}),
+  /** Each webhook request, at most (Twilio's: 15 s). */
+  timeoutMs: z.number().int().min(1000).max(60_000).default(15_000),
+  /** How long the relay app's socket may take to open. */
+  connectTimeoutMs: z.number().int().min(500).max(60_000).default(10_000),
+  /** Where the call goes when the webhook fails or answers TwiML voxbridge cannot run; default: hang up. */
+  onError: nodeName.optional(),
+});
+
 export const flowNodeSchema = z.discriminatedUnion('type', [
   sayNode,
   gatherNode,
   webhookNode,
   hangupNode,
   relayNode,
+  twimlNode,
 ]);
 
 export const flowSchema = z
@@ -101,6 +129,7 @@ export const flowSchema = z
       const at = ['nodes', name];
       if (node.type === 'say' || node.type === 'webhook') check(node.next, [...at, 'next']);
       if (node.type === 'relay') check(node.onClose, [...at, 'onClose']);
+      if (node.type === 'twiml') check(node.onError, [...at, 'onError']);
       if (node.type === 'gather') {
         for (const [digits, target] of Object.entries(node.branches))
           check(target, [...at, 'branches', digits]);
@@ -122,4 +151,5 @@ export const flowsSchema = z.record(nodeName, flowSchema);
 
 export type Flow = z.infer<typeof flowSchema>;
 export type FlowNode = z.infer<typeof flowNodeSchema>;
+export type TwimlNode = z.infer<typeof twimlNode>;
 export type Flows = z.infer<typeof flowsSchema>;

@@ -1,10 +1,10 @@
 /**
  * ConversationRelay's WebSocket messages (Twilio's, and Telnyx's copy): what voxbridge sends an app
- * (`setup`, `prompt`, `dtmf`, `interrupt`, `error`) and what it reads from one (`text`, `play`,
- * `sendDigits`, `language`, `end`). Parsing is lenient the way real peers need: numbers and booleans
- * may come as strings, unknown fields are ignored; an unknown type or a bad field is a `RelayParseError`
- * whose message goes back to the app as an `error`, and the session goes on. Every size is bounded
- * before it is used.
+ * (`setup`, `prompt`, `dtmf`, `interrupt`, `error`, and the `info` it asked for) and what it reads
+ * from one (`text`, `play`, `sendDigits`, `language`, `end`). Parsing is lenient the way real peers
+ * need: numbers and booleans may come as strings, unknown fields are ignored; an unknown type or a bad
+ * field is a `RelayParseError` whose message goes back to the app as an `error`, and the session goes
+ * on. Every size is bounded before it is used.
  *
  * Our own additions ride under one key ConversationRelay does not use, `voxbridge`, which an app that
  * does not know it ignores.
@@ -54,7 +54,44 @@ export type ToApp =
   | { type: 'prompt'; voicePrompt: string; lang: string; last: boolean; voxbridge?: RelayExtension }
   | { type: 'dtmf'; digit: string }
   | { type: 'interrupt'; utteranceUntilInterrupt: string; durationUntilInterruptMs: number }
-  | { type: 'error'; description: string };
+  | { type: 'error'; description: string }
+  | InfoMessage;
+
+/**
+ * What the app asked to be told (`RelayInfoOption`): who is speaking (`speaker-events`: `value` "on"
+ * or "off", `ts` the time in epoch ms), and what the caller heard of an answer (`tokens-played`).
+ */
+export type InfoMessage =
+  | { type: 'info'; name: 'agentSpeaking' | 'clientSpeaking'; value: 'on' | 'off'; ts: number }
+  | { type: 'info'; name: 'tokensPlayed'; value: string };
+
+/**
+ * The values of ConversationRelay's `debug` attribute (and of `events`, its newer name): which `info`
+ * messages the app is sent. `debugging` is Twilio's own diagnostics (e.g. `roundTripDelayMs`): taken,
+ * and nothing is sent for it.
+ */
+export const RELAY_INFO_OPTIONS = ['debugging', 'speaker-events', 'tokens-played'] as const;
+export type RelayInfoOption = (typeof RELAY_INFO_OPTIONS)[number];
+
+/**
+ * The options of a `debug` (or `events`) attribute: words separated by spaces or commas, in any case,
+ * or a list of them. Unknown words are left out and returned, once each, for the caller to log.
+ */
+export function parseRelayInfoOptions(value: string | readonly string[]): {
+  options: Set<RelayInfoOption>;
+  unknown: string[];
+} {
+  const options = new Set<RelayInfoOption>();
+  const unknown = new Set<string>();
+  const words = (typeof value === 'string' ? [value] : value).flatMap((v) => v.split(/[\s,]+/));
+  for (const word of words) {
+    if (word === '') continue;
+    const option = word.toLowerCase();
+    if ((RELAY_INFO_OPTIONS as readonly string[]).includes(option)) options.add(option as RelayInfoOption);
+    else unknown.add(word);
+  }
+  return { options, unknown: [...unknown] };
+}
 
 /** A boolean as JSON has it, or as a string ("true"/"false"). */
 const bool = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]);
@@ -71,6 +108,15 @@ const interruptible = z.union([
   bool.transform((v): Interruptible => (v ? 'any' : 'none')),
 ]);
 const lang = z.string().max(35);
+
+/**
+ * An `interruptible` as TwiML writes it (`any`, `none`, `dtmf`, `speech`, or `true`/`false`, any
+ * case); undefined when it is none of these.
+ */
+export function readInterruptible(word: string): Interruptible | undefined {
+  const parsed = interruptible.safeParse(word.trim().toLowerCase());
+  return parsed.success ? parsed.data : undefined;
+}
 
 const textMessage = z.looseObject({
   type: z.literal('text'),

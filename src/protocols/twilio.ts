@@ -57,6 +57,7 @@ function parseStart(message: JsonObject): InboundEvent {
     : MULAW_8K;
   const stream: StreamInfo = {
     callId: stringAt(start, 'callSid') || streamSid,
+    accountSid: (stringAt(start, 'accountSid') ?? '').slice(0, 64),
     streamId: streamSid,
     inbound,
     outbound: MULAW_8K,

@@ -52,6 +52,8 @@ export interface StreamInfo {
   /** What the gateway plays: the sink's wire format. */
   readonly outbound: WireFormat;
   readonly framing: Framing;
+  /** The account the call belongs to, where the gateway says (Twilio `accountSid`). */
+  readonly accountSid?: string;
   /** Custom parameters of the call (Twilio `customParameters`, …); `flow` picks the IVR flow. */
   readonly parameters: Readonly<Record<string, string>>;
   readonly dialect?: WireDialect;

@@ -2,7 +2,7 @@
  * What a ConversationRelay session needs of the call or guild it runs on (the `RelayHost` port), how it
  * is set up, how it ends, and the bounds of what an app may make it hold.
  */
-import type { Interruptible, RelayExtension } from '../protocols/conversation-relay.js';
+import type { Interruptible, RelayExtension, RelayInfoOption } from '../protocols/conversation-relay.js';
 import type { InterruptResult, UtteranceHandle } from '../speaker/speaker.js';
 import type { AudioInput } from '../speaker/utterance.js';
 import type { PlayLimits } from './play.js';
@@ -26,6 +26,10 @@ export interface RelaySettings {
   languages?: Readonly<Record<string, { voiceId: string }>> | undefined;
   /** Where `play` may fetch from, and how much; none: every `play` is refused. */
   play?: PlayLimits | undefined;
+  /** Whether a talk cycle that does not say is `preemptible` (the TwiML attribute); default false. */
+  preemptible?: boolean | undefined;
+  /** The languages the session starts in (as a `language` message would set them); default none. */
+  language?: { tts?: string | undefined; transcription?: string | undefined } | undefined;
   /** How long the app's socket may take to open (ms). */
   connectTimeoutMs: number;
   /**
@@ -35,6 +39,12 @@ export interface RelaySettings {
   twilioAuthToken?: string | undefined;
   /** What the app may send and have held for it; default `RELAY_LIMITS`. */
   limits?: Partial<RelayLimits> | undefined;
+  /**
+   * The `info` messages the app asked for (ConversationRelay's `debug` attribute, parsed by
+   * `parseRelayInfoOptions`): `speaker-events` (`agentSpeaking`, `clientSpeaking`), `tokens-played`
+   * (`tokensPlayed`); default none.
+   */
+  events?: ReadonlySet<RelayInfoOption> | undefined;
 }
 
 /** The fields of `setup` that come from the host. */
@@ -45,6 +55,8 @@ export interface RelaySetup {
   direction: string;
   callType: string;
   customParameters: Record<string, string>;
+  /** The account the call belongs to, where the gateway says (Twilio's `AccountSid`); default empty. */
+  accountSid?: string;
   voxbridge: RelayExtension;
 }
 
@@ -53,7 +65,8 @@ export interface RelayHost {
   readonly setup: RelaySetup;
   /**
    * Speaks a stream of text, or plays audio (a `play`, still being fetched); `interruptible`: whether
-   * the caller's voice may cut it.
+   * the caller's voice may cut it. The handle's `audible` says when the listener begins to hear it,
+   * its `result` when they stopped and what they heard.
    */
   say(
     text: AsyncIterable<string> | AudioInput,

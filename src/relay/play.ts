@@ -8,6 +8,7 @@
 import { decodeAudio } from '../audio/decode.js';
 import { int16ToBytes } from '../audio/pcm.js';
 import { resampleWhole } from '../audio/resampler.js';
+import { BodyTooLargeError, readBodyCapped } from '../http/fetch-body.js';
 
 export interface PlayLimits {
   /** Hosts (`host[:port]`, as in the URL) the app may play from. */
@@ -44,20 +45,6 @@ export function playUrl(source: string, limits: PlayLimits | undefined): URL {
   return url;
 }
 
-async function readCapped(res: Response, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-  if (declared > maxBytes) throw new PlayError(`play: the file is ${declared} bytes; at most ${maxBytes}`);
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  // Leaving the loop early cancels the body.
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    total += chunk.byteLength;
-    if (total > maxBytes) throw new PlayError(`play: the file is over ${maxBytes} bytes`);
-    parts.push(chunk);
-  }
-  return Buffer.concat(parts, total);
-}
-
 /** Fetches `url` and makes it the speaker's audio (which loops it: `AudioInput.repeat`). */
 export async function fetchPlay(url: URL, limits: PlayLimits, signal: AbortSignal): Promise<Uint8Array> {
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(limits.timeoutMs)]);
@@ -75,9 +62,14 @@ export async function fetchPlay(url: URL, limits: PlayLimits, signal: AbortSigna
   }
   let bytes: Uint8Array;
   try {
-    bytes = await readCapped(res, limits.maxBytes);
+    bytes = await readBodyCapped(res, limits.maxBytes);
   } catch (error) {
-    if (error instanceof PlayError) throw error;
+    if (error instanceof BodyTooLargeError)
+      throw new PlayError(
+        error.declared === undefined
+          ? `play: the file is over ${error.maxBytes} bytes`
+          : `play: the file is ${error.declared} bytes; at most ${error.maxBytes}`,
+      );
     throw new PlayError(`play: reading from ${url.host} failed (${(error as Error).message})`, {
       cause: error,
     });

@@ -2,8 +2,9 @@
  * One ConversationRelay session: voxbridge opens a WebSocket to the app's URL, says `setup`, and then
  * relays both ways. The app's `text` tokens are spoken as they arrive (one utterance per talk cycle,
  * ended by `last: true`); the caller's turns go to the app as `prompt`s, key presses as `dtmf`, and a
- * barge-in as `interrupt` with exactly what the listener heard. The session knows nothing of gateways
- * or Discord: a `RelayHost` (a call, a guild) speaks and reports for it.
+ * barge-in as `interrupt` with exactly what the listener heard. An app that asked for them (`debug`)
+ * is told who is speaking and what was heard of each answer as `info` messages. The session knows
+ * nothing of gateways or Discord: a `RelayHost` (a call, a guild) speaks and reports for it.
  *
  * It ends when the app says `end` (with its `handoffData`), when the app's socket closes or fails, or
  * when the host ends it (the call hung up); `done` says which, and nothing of it is left behind.
@@ -27,6 +28,7 @@ import {
   type FromApp,
   type Interruptible,
   type RelayExtension,
+  type RelayInfoOption,
   type ToApp,
 } from '../protocols/conversation-relay.js';
 import type { UtteranceHandle } from '../speaker/speaker.js';
@@ -69,6 +71,8 @@ interface TalkCycle {
   readonly preemptible: boolean;
   /** Cut by the caller (or preempted). */
   cut: boolean;
+  /** The listener began to hear it. */
+  heard: boolean;
   /** The app's tokens for it (a play has none), and their characters. */
   readonly tokens: AsyncQueue<string> | undefined;
   chars: number;
@@ -100,12 +104,12 @@ export class RelaySession {
   private open: TextCycle | undefined;
   /** Every talk cycle still speaking or queued, by its utterance id. */
   private readonly speaking = new Map<string, TalkCycle>();
-  private language: { tts: string | undefined; transcription: string | undefined } = {
-    tts: undefined,
-    transcription: undefined,
-  };
+  private language: { tts: string | undefined; transcription: string | undefined };
   /** The caller cut a talk cycle the app was still sending: its tokens are dropped until its `last` or the next prompt. */
   private discarding = false;
+  /** What the app was last told (`agentSpeaking`, `clientSpeaking`), or would have been. */
+  private agentSpeaking = false;
+  private clientSpeaking = false;
 
   constructor(
     private readonly host: RelayHost,
@@ -113,6 +117,10 @@ export class RelaySession {
     private readonly log: Logger,
   ) {
     this.done = new Promise((resolve) => (this.settle = resolve));
+    this.language = {
+      tts: settings.language?.tts,
+      transcription: settings.language?.transcription,
+    };
     this.limits = { ...RELAY_LIMITS, ...settings.limits };
     this.rate = new RateLimit(this.limits.messagesPerSecond, this.limits.messageBurst);
   }
@@ -255,11 +263,24 @@ export class RelaySession {
       this.closeCycle(this.open);
     }
     this.stats.interrupts++;
+    // Silent now; what each cut cycle was heard of (`tokensPlayed`) follows, as its utterance ends.
+    this.agentSpeakingNow(false);
     this.send({
       type: 'interrupt',
       utteranceUntilInterrupt: r.heardText,
       durationUntilInterruptMs: Math.round(r.playedMs),
     });
+  }
+
+  /**
+   * The caller began to speak (the onset of their speech), or their turn ended: `clientSpeaking` on
+   * or off, once each, to an app that asked for speaker events.
+   */
+  callerSpeaking(speaking: boolean): void {
+    if (this.ended || this.clientSpeaking === speaking) return;
+    this.clientSpeaking = speaking;
+    if (this.asked('speaker-events'))
+      this.send({ type: 'info', name: 'clientSpeaking', value: speaking ? 'on' : 'off', ts: Date.now() });
   }
 
   /** The host is going away (the call ended): close the app's socket. */
@@ -283,7 +304,7 @@ export class RelaySession {
         this.stats.tokens++;
         this.speak(message.token, {
           interruptible: message.interruptible ?? this.settings.interruptible,
-          preemptible: message.preemptible ?? false,
+          preemptible: message.preemptible ?? this.settings.preemptible ?? false,
           last: message.last ?? false,
           lang: message.lang,
         });
@@ -292,7 +313,7 @@ export class RelaySession {
         this.play(message.source, {
           loop: message.loop ?? 1,
           interruptible: message.interruptible ?? this.settings.interruptible,
-          preemptible: message.preemptible ?? false,
+          preemptible: message.preemptible ?? this.settings.preemptible ?? false,
         });
         return;
       case 'sendDigits': {
@@ -385,21 +406,50 @@ export class RelaySession {
       interruptible: o.interruptible,
       preemptible: o.preemptible,
       cut: false,
+      heard: false,
       tokens: undefined,
       chars: 0,
       fetching: undefined,
     };
   }
 
-  /** A talk cycle begun: counted among those speaking until its utterance ends, then closed. */
+  /**
+   * A talk cycle begun: counted among those speaking until its utterance ends, then closed. The app
+   * that asked is told when it begins to be heard and when it stops (`agentSpeaking`; the host's
+   * utterances are heard one after another, the end of one before the start of the next), then what
+   * was heard of it (`tokensPlayed`).
+   */
   private track<C extends TalkCycle>(cycle: C): C {
     const { id } = cycle.handle;
     this.speaking.set(id, cycle);
-    void cycle.handle.result.then(() => {
+    // `audible` settles first: a cycle's start is handled before its end.
+    void cycle.handle.audible.then((heard) => {
+      if (!heard) return;
+      cycle.heard = true;
+      this.agentSpeakingNow(true);
+    });
+    void cycle.handle.result.then(({ heardText }) => {
       this.speaking.delete(id);
       this.closeCycle(cycle);
+      if (cycle.heard && ![...this.speaking.values()].some((c) => c.heard)) this.agentSpeakingNow(false);
+      // A play has no tokens: there is nothing of its to report.
+      if (cycle.tokens && heardText !== '' && this.asked('tokens-played'))
+        this.send({ type: 'info', name: 'tokensPlayed', value: heardText });
     });
     return cycle;
+  }
+
+  /** The app's speech began or stopped being heard: `agentSpeaking`, once each way. */
+  private agentSpeakingNow(speaking: boolean): void {
+    if (this.agentSpeaking === speaking) return;
+    this.agentSpeaking = speaking;
+    if (this.asked('speaker-events'))
+      this.send({ type: 'info', name: 'agentSpeaking', value: speaking ? 'on' : 'off', ts: Date.now() });
+  }
+
+  /** Whether the app asked for `option`'s `info` messages. */
+  private asked(option: RelayInfoOption): boolean {
+    return this.settings.events?.has(option) ?? false;
   }
 
   /**

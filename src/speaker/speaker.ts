@@ -84,6 +84,13 @@ export interface SpeakerOptions {
 
 export interface UtteranceHandle {
   readonly id: string;
+  /**
+   * Settles (never rejects) before `result`: true once the listener begins to hear it (its first frame
+   * went out to a far end with nothing else left to play, or the audio queued ahead of it has played
+   * out), false when it ends with none of it heard. Utterances are heard one after another: the one
+   * ahead has settled its `result` before the next one's `audible` settles.
+   */
+  readonly audible: Promise<boolean>;
   /** Settles (never rejects) when the utterance has ended. */
   readonly result: Promise<UtteranceResult>;
 }
@@ -155,7 +162,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     );
     if (this.closed) {
       this.finish(u, 'failed', new Error('speaker is closed'));
-      return { id: u.id, result: u.result };
+      return { id: u.id, audible: u.audible, result: u.result };
     }
     if (options.signal) {
       const signal = options.signal;
@@ -173,7 +180,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
       }
       this.pump();
     }
-    return { id: u.id, result: u.result };
+    return { id: u.id, audible: u.audible, result: u.result };
   }
 
   /** The utterance speaking now, if any. */
@@ -399,13 +406,38 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         u.metrics.underruns++;
       }
       if (signal.aborted || epoch !== this.epoch) return;
-      if (u.startPos === undefined) {
+      const first = u.startPos === undefined;
+      // Whether the far end has played everything before this frame: then it plays as it arrives.
+      const idle = first && sink.playedMs() >= sink.writtenMs();
+      if (first) {
         u.startPos = sink.writtenMs();
         u.metrics.firstFrameMs = performance.now() - u.createdAt;
       }
       u.framesWritten++;
       await sink.write({ payload, epoch, utteranceId: u.id });
+      if (first) this.whenHeard(u, idle);
     }
+  }
+
+  /**
+   * Tells `u` when the listener begins to hear it (`audible`): now, when its first frame went to a far
+   * end with nothing left to play; otherwise once what is queued ahead of it has played out (the
+   * utterances still draining end first, so their end is known before this one's start).
+   */
+  private whenHeard(u: Utterance, idle: boolean): void {
+    if (idle) {
+      u.heard();
+      return;
+    }
+    const ahead = [...this.draining].map((d) => d.result);
+    const startPos = u.startPos!;
+    const { sink } = this.options;
+    void (async () => {
+      await Promise.all(ahead);
+      // Audio ahead of it that no utterance is waiting for (one that failed mid-way) plays out first.
+      if (sink.playedMs() < startPos) await sink.whenPlayed(startPos, u.ended);
+      u.heard();
+    })().catch(() => undefined); // it ended first: `audible` says false
   }
 
   /**

@@ -87,6 +87,11 @@ export class Utterance {
   };
   #settle!: (r: UtteranceResult) => void;
   readonly result = new Promise<UtteranceResult>((resolve) => (this.#settle = resolve));
+  #heard!: (heard: boolean) => void;
+  /** Settles before `result`: true once the listener began to hear it, false when it ended unheard. */
+  readonly audible = new Promise<boolean>((resolve) => (this.#heard = resolve));
+  /** Aborted once it is done: what waits on its behalf (its start being heard) stops there. */
+  readonly #life = new AbortController();
 
   constructor(
     readonly input: string | AsyncIterable<string> | AudioInput,
@@ -114,6 +119,16 @@ export class Utterance {
     return this.options.interruptible !== false;
   }
 
+  /** Aborted once the utterance is done. */
+  get ended(): AbortSignal {
+    return this.#life.signal;
+  }
+
+  /** The listener began to hear it (ignored once it is done: it ended unheard). */
+  heard(): void {
+    if (this.#state.status !== 'done') this.#heard(true);
+  }
+
   /**
    * The one place the state changes. Leaving speaking or draining aborts that phase's controller (a
    * request still open, a wait for playout); entering done settles `result`. Done is final: a later
@@ -124,7 +139,12 @@ export class Utterance {
     if (old.status === 'done') return;
     this.#state = next;
     if (old.status === 'speaking' || old.status === 'draining') old.controller.abort(INTERRUPTED);
-    if (next.status === 'done') this.#settle(next.result);
+    if (next.status === 'done') {
+      // `audible` first: whoever follows both hears of the start before the end.
+      this.#heard(false);
+      this.#life.abort(INTERRUPTED);
+      this.#settle(next.result);
+    }
     this.onStateChange(this, old, next);
   }
 }

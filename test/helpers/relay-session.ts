@@ -22,7 +22,10 @@ import { until } from './relay-app.js';
 
 export type Message = Record<string, unknown> & { type: string };
 
-/** A host that takes what it is asked to say and ends each utterance when the test says so. */
+/**
+ * A host that takes what it is asked to say, and starts each utterance being heard (`heard()`) and
+ * ends it (`end()`) when the test says so; ended unheard, its `audible` says false.
+ */
 export class RecordingHost implements RelayHost {
   readonly setup = {
     callSid: 'CA-hardening',
@@ -35,6 +38,8 @@ export class RecordingHost implements RelayHost {
   };
   readonly said: Array<{
     tokens: string[];
+    /** The listener begins to hear it. */
+    heard: () => void;
     end: (r?: Partial<UtteranceResult>) => void;
     voiceId: string | undefined;
     /** A `play`'s audio, as the host was given it (still being fetched). */
@@ -54,8 +59,12 @@ export class RecordingHost implements RelayHost {
   ): UtteranceHandle {
     const tokens: string[] = [];
     let end!: (r?: Partial<UtteranceResult>) => void;
+    let audibleAs!: (heard: boolean) => void;
+    const audible = new Promise<boolean>((resolve) => (audibleAs = resolve));
     const result = new Promise<UtteranceResult>((resolve) => {
-      end = (r = {}) =>
+      end = (r = {}) => {
+        // As the speaker's handles do: `audible` settles first.
+        audibleAs(false);
         resolve({
           status: 'played',
           playedMs: 0,
@@ -69,6 +78,7 @@ export class RecordingHost implements RelayHost {
           },
           ...r,
         });
+      };
     });
     void (async () => {
       if ('audio' in text) return;
@@ -77,8 +87,8 @@ export class RecordingHost implements RelayHost {
     const audio = 'audio' in text ? Promise.resolve(text.audio) : undefined;
     audio?.catch(() => undefined);
     const repeat = 'audio' in text ? text.repeat : undefined;
-    this.said.push({ tokens, end, voiceId: options.voiceId, audio, repeat });
-    return { id: `u${this.next++}`, result };
+    this.said.push({ tokens, heard: () => audibleAs(true), end, voiceId: options.voiceId, audio, repeat });
+    return { id: `u${this.next++}`, audible, result };
   }
 
   interrupt(): InterruptResult {
@@ -119,6 +129,8 @@ export async function open(
     voiceId?: string;
     languages?: Record<string, { voiceId: string }>;
     play?: RelaySettings['play'];
+    events?: RelaySettings['events'];
+    welcome?: string;
   } = {},
 ): Promise<{
   session: RelaySession;
@@ -139,13 +151,14 @@ export async function open(
       url,
       twilioAuthToken: settings.twilioAuthToken,
       headers: {},
-      welcome: undefined,
+      welcome: settings.welcome,
       welcomeInterruptible: undefined,
       interruptible: 'any',
       dtmf: true,
       voiceId: settings.voiceId,
       languages: settings.languages,
       play: settings.play,
+      events: settings.events,
       connectTimeoutMs: 5000,
       limits,
     },

@@ -29,6 +29,7 @@ beforeAll(async () => {
           url: relayApp.url,
           headers: { Authorization: 'env:RELAY_TOKEN' },
           welcome: 'Hello, this is the assistant.',
+          debug: 'speaker-events tokens-played',
         },
         // Nothing listens there: the socket never opens.
         gone: { url: 'ws://127.0.0.1:9/relay', connectTimeoutMs: 2000 },
@@ -153,6 +154,31 @@ describe('a call handed to a relay app', () => {
     expect(typeof interrupt['durationUntilInterruptMs']).toBe('number');
     expect(long.startsWith(String(interrupt['utteranceUntilInterrupt']))).toBe(true);
     expect(String(interrupt['utteranceUntilInterrupt']).length).toBeGreaterThan(10);
+    // The info messages the relay asked for (debug), in order: the welcome heard whole, then the cut.
+    await until(
+      () =>
+        session.received.some(
+          (m) => m['name'] === 'tokensPlayed' && m['value'] !== 'Hello, this is the assistant.',
+        ),
+      5000,
+      'tokensPlayed of the cut answer',
+    );
+    const told = session.received
+      .filter((m) => m.type === 'info' || m.type === 'interrupt')
+      .map((m) => (m.type === 'info' ? `${String(m['name'])} ${String(m['value'])}` : m.type));
+    expect(told.slice(0, 3)).toEqual([
+      'agentSpeaking on',
+      'agentSpeaking off',
+      'tokensPlayed Hello, this is the assistant.',
+    ]);
+    const at = told.indexOf('interrupt');
+    expect(told.slice(at - 3, at + 2)).toEqual([
+      'agentSpeaking on',
+      'clientSpeaking on',
+      'agentSpeaking off',
+      'interrupt',
+      `tokensPlayed ${String(interrupt['utteranceUntilInterrupt'])}`,
+    ]);
     // The caller's words become the next prompt; what the app still sent of the cut answer is not
     // spoken: the next utterance is the answer to that prompt.
     await sse.until((e) => e.filter((x) => x.event === 'utterance.finished').length >= 3, 20_000);

@@ -15,9 +15,10 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 const LAYERS: ReadonlyArray<readonly string[]> = [
   ['src/paths.ts', 'src/types'],
   ['src/async', 'src/audio', 'src/http'],
-  ['src/protocols', 'src/speech', 'src/flows', 'src/barge-in'],
+  ['src/protocols', 'src/speech', 'src/barge-in'],
   ['src/speaker'],
   ['src/control', 'src/cluster', 'src/relay'],
+  ['src/flows'],
   ['src/service', 'adapters/media-stream', 'adapters/discord'],
   ['src/app', 'src/cli', 'src/index.ts', 'web'],
   ['testkit', 'examples'],

@@ -108,7 +108,11 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
           }),
         }
       : {}),
-    relays: { settings: options.relays.settings, stt: options.relays.stt },
+    relays: {
+      settings: options.relays.settings,
+      stt: options.relays.stt,
+      twilioAuthToken: secrets.twilioAuthToken,
+    },
     post: options.post,
   });
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));

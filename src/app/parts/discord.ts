@@ -50,8 +50,11 @@ export async function startDiscord(options: {
   const { config, secrets } = options.loaded;
   const logger = options.logger.child({ part: 'discord' });
   designResampler(SPEAKER_SAMPLE_RATE, DISCORD_SAMPLE_RATE);
-  // Members' voices for a relay's speech-to-text.
-  if (options.relays.stt) designResampler(DISCORD_SAMPLE_RATE, TURN_SAMPLE_RATE);
+  // Members' voices for a relay's speech-to-text (or its app's speaker events).
+  const hearsMembers =
+    options.relays.stt !== undefined ||
+    Object.values(options.relays.settings).some((r) => r.events?.has('speaker-events'));
+  if (hearsMembers) designResampler(DISCORD_SAMPLE_RATE, TURN_SAMPLE_RATE);
   let bot: DiscordBot | undefined;
   const guilds = new DiscordGuilds({
     settings: {

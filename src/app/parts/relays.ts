@@ -4,6 +4,8 @@
  * (parts/calls.ts) and a Discord guild (parts/discord.ts). One client means one keep-alive pool to the
  * speech-to-text service for every call and guild; the app closes it after both parts.
  */
+import type { Logger } from 'pino';
+import { parseRelayInfoOptions } from '../../protocols/conversation-relay.js';
 import type { RelaySettings } from '../../relay/session.js';
 import { SttClient } from '../../speech/stt.js';
 import type { LoadedConfig } from '../config.js';
@@ -18,30 +20,39 @@ export interface Relays {
   close(): Promise<void>;
 }
 
-/** Each relay of the config as a `RelaySession` takes it. */
-export function relaySettings(loaded: LoadedConfig): Record<string, RelaySettings> {
+/** Each relay of the config as a `RelaySession` takes it; `debug` words it does not know are logged once. */
+export function relaySettings(loaded: LoadedConfig, log?: Logger): Record<string, RelaySettings> {
   const { config, secrets } = loaded;
   return Object.fromEntries(
-    Object.entries(config.relays).map(([name, r]) => [
-      name,
-      {
-        url: r.url,
-        headers: secrets.relayHeaders.get(name) ?? {},
-        welcome: r.welcome,
-        welcomeInterruptible: r.welcomeInterruptible,
-        interruptible: r.interruptible,
-        dtmf: r.dtmf,
-        voiceId: r.voiceId,
-        languages: r.languages,
-        play: r.play,
-        connectTimeoutMs: r.connectTimeoutMs,
-        twilioAuthToken: secrets.twilioAuthToken,
-      },
-    ]),
+    Object.entries(config.relays).map(([name, r]) => {
+      const { options: events, unknown } = parseRelayInfoOptions(r.debug);
+      if (unknown.length > 0)
+        log?.warn(
+          { relay: name, unknown },
+          'relay debug options not known (speaker-events, tokens-played, debugging): ignored',
+        );
+      return [
+        name,
+        {
+          url: r.url,
+          headers: secrets.relayHeaders.get(name) ?? {},
+          welcome: r.welcome,
+          welcomeInterruptible: r.welcomeInterruptible,
+          interruptible: r.interruptible,
+          dtmf: r.dtmf,
+          voiceId: r.voiceId,
+          languages: r.languages,
+          play: r.play,
+          connectTimeoutMs: r.connectTimeoutMs,
+          twilioAuthToken: secrets.twilioAuthToken,
+          events,
+        },
+      ];
+    }),
   );
 }
 
-export function startRelays(loaded: LoadedConfig): Relays {
+export function startRelays(loaded: LoadedConfig, log?: Logger): Relays {
   const { config, secrets } = loaded;
   const stt =
     config.stt.baseUrl === null
@@ -54,7 +65,7 @@ export function startRelays(loaded: LoadedConfig): Relays {
           modelId: config.stt.modelId,
         });
   return {
-    settings: relaySettings(loaded),
+    settings: relaySettings(loaded, log),
     stt,
     endOfTurnMs: config.stt.endOfTurnMs,
     close: async () => {

@@ -27,9 +27,10 @@ describe('twilio: parsing what Twilio sends', () => {
     expect(parse('connected.json')).toEqual({ type: 'connected' });
   });
 
-  it('start: callSid, streamSid, mu-law both ways, customParameters, whole 160-byte frames', () => {
+  it('start: callSid, accountSid, streamSid, mu-law both ways, customParameters, whole 160-byte frames', () => {
     expect(stream()).toEqual({
       callId: 'CA123',
+      accountSid: 'AC123',
       streamId: SID,
       inbound: MULAW_8K,
       outbound: MULAW_8K,

@@ -2,8 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   parseFromApp,
+  parseRelayInfoOptions,
   RelayParseError,
   RELAY_MAX_MESSAGE_BYTES,
+  serializeToApp,
 } from '../../../src/protocols/conversation-relay.js';
 
 const parse = (m: unknown): ReturnType<typeof parseFromApp> => parseFromApp(JSON.stringify(m));
@@ -67,5 +69,37 @@ describe('messages from a relay app', () => {
     expect(refused(JSON.stringify({ type: 'play', source: 's', loop: '99999' }))).toMatch(/loop/);
     expect(refused(JSON.stringify({ type: 'text', token: 'x'.repeat(20_000) }))).toMatch(/token/);
     expect(refused(' '.repeat(RELAY_MAX_MESSAGE_BYTES + 1))).toMatch(/over/);
+  });
+});
+
+describe('the info messages an app asks for (the debug attribute)', () => {
+  it('reads the words of debug="…" (spaces or commas, any case) or a list, and returns the unknown ones once', () => {
+    expect(parseRelayInfoOptions('speaker-events tokens-played')).toEqual({
+      options: new Set(['speaker-events', 'tokens-played']),
+      unknown: [],
+    });
+    expect(parseRelayInfoOptions(' Debugging,speaker-events ,, ')).toEqual({
+      options: new Set(['debugging', 'speaker-events']),
+      unknown: [],
+    });
+    expect(parseRelayInfoOptions(['tokens-played', 'speaker_events', 'verbose speaker_events'])).toEqual({
+      options: new Set(['tokens-played']),
+      unknown: ['speaker_events', 'verbose'],
+    });
+    expect(parseRelayInfoOptions('')).toEqual({ options: new Set(), unknown: [] });
+  });
+
+  it('serialises info as Twilio sends it: name and value, and the time of a speaker event', () => {
+    expect(
+      JSON.parse(serializeToApp({ type: 'info', name: 'agentSpeaking', value: 'on', ts: 1752091234567 })),
+    ).toEqual({
+      type: 'info',
+      name: 'agentSpeaking',
+      value: 'on',
+      ts: 1752091234567,
+    });
+    expect(serializeToApp({ type: 'info', name: 'tokensPlayed', value: 'Hello there,' })).toBe(
+      '{"type":"info","name":"tokensPlayed","value":"Hello there,"}',
+    );
   });
 });

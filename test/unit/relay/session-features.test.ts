@@ -1,6 +1,7 @@
 /**
  * What a relay session does for apps written for ConversationRelay (issue 43): the handshake Twilio
- * makes (its signature, a URL per call), languages and their voices, `play`.
+ * makes (its signature, a URL per call), languages and their voices, `play`, and the `info` messages
+ * an app asks for with `debug` (who is speaking, what was heard).
  */
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
@@ -9,7 +10,7 @@ import twilio from 'twilio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { wavFile } from '../../../src/audio/wav.js';
 import { until } from '../../helpers/relay-app.js';
-import { errors, open, RecordingHost, send } from '../../helpers/relay-session.js';
+import { errors, open, RecordingHost, send, type AppSide } from '../../helpers/relay-session.js';
 
 describe('the handshake, as Twilio makes it', () => {
   it('carries X-Twilio-Signature over the app URL when TWILIO_AUTH_TOKEN is set, checked by twilio', async () => {
@@ -166,5 +167,133 @@ describe('play', () => {
     await until(() => errors(app).length === 1, 5000, 'the refusal');
     expect(errors(app)[0]).toMatch(/is not among the hosts this relay may play from/);
     expect(h.said).toHaveLength(0);
+  });
+});
+
+describe('info messages, as `debug` asks for them', () => {
+  const both = new Set(['speaker-events', 'tokens-played'] as const);
+  /** What the app was sent after `setup`, in order: a type, or an info's name and value. */
+  const sent = (app: AppSide): string[] =>
+    app.received
+      .filter((m) => m.type !== 'setup')
+      .map((m) => (m.type === 'info' ? `${String(m['name'])} ${String(m['value'])}` : m.type));
+
+  it('a played answer, the welcome too: agentSpeaking on when it is heard, off when it has played, then tokensPlayed', async () => {
+    const { app, host } = await open({}, new RecordingHost(), {
+      events: both,
+      welcome: 'Hello! How can I help?',
+    });
+    await until(() => host.said.length === 1, 5000, 'the welcome');
+    // Queued, not yet heard: nothing.
+    expect(sent(app)).toEqual([]);
+    host.said[0]!.heard();
+    await until(() => sent(app).length === 1, 5000, 'agentSpeaking on');
+    host.said[0]!.end({ heardText: 'Hello! How can I help?', playedMs: 1500 });
+    send(app, { type: 'text', token: 'It is ', last: false });
+    send(app, { type: 'text', token: 'sunny.', last: true });
+    await until(() => host.said.length === 2, 5000, 'the answer');
+    host.said[1]!.heard();
+    await until(() => sent(app).length === 4, 5000, 'agentSpeaking on again');
+    host.said[1]!.end({ heardText: 'It is sunny.', playedMs: 900 });
+    await until(() => sent(app).length === 6, 5000, 'the answer played');
+    expect(sent(app)).toEqual([
+      'agentSpeaking on',
+      'agentSpeaking off',
+      'tokensPlayed Hello! How can I help?',
+      'agentSpeaking on',
+      'agentSpeaking off',
+      'tokensPlayed It is sunny.',
+    ]);
+    const speaker = app.received.filter((m) => m['name'] === 'agentSpeaking');
+    for (const m of speaker) {
+      expect(Object.keys(m).sort()).toEqual(['name', 'ts', 'type', 'value']);
+      expect(typeof m['ts']).toBe('number');
+    }
+    expect(Math.abs((speaker[0]!['ts'] as number) - Date.now())).toBeLessThan(10_000);
+    expect(app.received.at(-1)).toEqual({ type: 'info', name: 'tokensPlayed', value: 'It is sunny.' });
+  });
+
+  it('answers heard back to back are one stretch: never on twice, never off while another is heard', async () => {
+    const { app, host } = await open({}, new RecordingHost(), { events: both });
+    send(app, { type: 'text', token: 'First.', last: true });
+    send(app, { type: 'text', token: 'Second.', last: true });
+    await until(() => host.said.length === 2, 5000, 'both answers');
+    host.said[0]!.heard();
+    host.said[1]!.heard();
+    host.said[0]!.end({ heardText: 'First.' });
+    await until(() => sent(app).length === 2, 5000, 'the first played');
+    host.said[1]!.end({ heardText: 'Second.' });
+    await until(() => sent(app).length === 4, 5000, 'the second played');
+    expect(sent(app)).toEqual([
+      'agentSpeaking on',
+      'tokensPlayed First.',
+      'agentSpeaking off',
+      'tokensPlayed Second.',
+    ]);
+  });
+
+  it('a cut answer: clientSpeaking on, agentSpeaking off, interrupt, tokensPlayed (what was heard), clientSpeaking off, prompt', async () => {
+    const { app, host, session } = await open({}, new RecordingHost(), { events: both });
+    send(app, { type: 'text', token: 'The weather today is sunny with a light breeze.', last: true });
+    await until(() => host.said.length === 1, 5000, 'the answer');
+    host.said[0]!.heard();
+    await until(() => sent(app).length === 1, 5000, 'agentSpeaking on');
+    // As a call's barge-in does it: the onset, then the cut (the utterance settles at once), then the app is told.
+    session.callerSpeaking(true);
+    host.said[0]!.end({ status: 'interrupted', heardText: 'The weather today', playedMs: 640 });
+    session.interrupted({ utteranceId: 'u0', heardText: 'The weather today', playedMs: 640 });
+    session.callerSpeaking(true); // a second onset in the same turn
+    await until(() => sent(app).length === 5, 5000, 'the cut');
+    session.callerSpeaking(false);
+    session.prompt('What about tomorrow?', 'en');
+    await until(() => sent(app).length === 7, 5000, 'the prompt');
+    expect(sent(app)).toEqual([
+      'agentSpeaking on',
+      'clientSpeaking on',
+      'agentSpeaking off',
+      'interrupt',
+      'tokensPlayed The weather today',
+      'clientSpeaking off',
+      'prompt',
+    ]);
+    const { ts, ...on } = app.received.find((m) => m['name'] === 'clientSpeaking')!;
+    expect(on).toEqual({ type: 'info', name: 'clientSpeaking', value: 'on' });
+    expect(typeof ts).toBe('number');
+  });
+
+  it('the caller speaking while the app is silent: clientSpeaking on at the onset, off when the turn ends', async () => {
+    const { app, session } = await open({}, new RecordingHost(), { events: new Set(['speaker-events']) });
+    session.callerSpeaking(true);
+    session.callerSpeaking(true);
+    session.callerSpeaking(false);
+    session.callerSpeaking(false);
+    session.prompt('Hello?', 'en');
+    await until(() => sent(app).length === 3, 5000, 'the turn');
+    expect(sent(app)).toEqual(['clientSpeaking on', 'clientSpeaking off', 'prompt']);
+  });
+
+  it('sends nothing the app did not ask for: no info without debug, only tokensPlayed for tokens-played', async () => {
+    for (const [events, expected] of [
+      [undefined, ['interrupt', 'prompt']],
+      [new Set(['tokens-played'] as const), ['interrupt', 'tokensPlayed The weather', 'prompt']],
+      [new Set(['debugging'] as const), ['interrupt', 'prompt']],
+    ] as const) {
+      const { app, host, session } = await open({}, new RecordingHost(), { events, welcome: 'Hi.' });
+      await until(() => host.said.length === 1, 5000, 'the welcome');
+      host.said[0]!.heard();
+      host.said[0]!.end({ heardText: '' }); // nothing of it heard whole: no tokensPlayed either way
+      send(app, { type: 'text', token: 'The weather today is sunny.', last: true });
+      await until(() => host.said.length === 2, 5000, 'the answer');
+      host.said[1]!.heard();
+      session.callerSpeaking(true);
+      host.said[1]!.end({ status: 'interrupted', heardText: 'The weather' });
+      session.interrupted({ utteranceId: 'u1', heardText: 'The weather', playedMs: 500 });
+      // The turn ends later (and its prompt later still, after speech-to-text).
+      await until(() => sent(app).includes('interrupt'), 5000, 'the interrupt');
+      session.callerSpeaking(false);
+      session.prompt('Tomorrow?', 'en');
+      await until(() => sent(app).includes('prompt'), 5000, 'the prompt');
+      expect(sent(app)).toEqual(expected);
+    }
   });
 });

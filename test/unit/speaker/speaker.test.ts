@@ -334,6 +334,44 @@ describe('Speaker on a fake clock', () => {
     expect(clock.pending).toBe(0);
   });
 
+  it('says when each utterance begins to be heard (`audible`): one after another, the end of one before the start of the next', async () => {
+    const { clock, sink, speaker } = setup({ durationMs: () => 400 });
+    const log: string[] = [];
+    const follow = (name: string, h: ReturnType<Speaker['say']>): void => {
+      void h.audible.then((heard) => log.push(`${name} ${heard ? 'heard' : 'unheard'} at ${clock.now()}`));
+      void h.result.then((r) => log.push(`${name} ${r.status} at ${clock.now()}`));
+    };
+    const a = speaker.say('First.');
+    const b = speaker.say('Second.');
+    follow('a', a);
+    follow('b', b);
+    await clock.advance(3000);
+    // a's first frame went out at 1030 (the first byte) to a far end with nothing to play: heard then.
+    // b was queued behind a's audio: heard once a had played out, not when its first frame went out.
+    const aEnd = 1030 + 400;
+    expect(log).toEqual([
+      `a heard at 1030`,
+      `a played at ${aEnd}`,
+      `b heard at ${aEnd}`,
+      `b played at ${aEnd + 400}`,
+    ]);
+    expect(sink.framesOf(b.id)[0]!.at).toBeLessThan(aEnd);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('`audible` is false for an utterance cut before a frame of it was heard', async () => {
+    const { clock, speaker } = setup({ durationMs: () => 400 });
+    const a = speaker.say('First.');
+    const b = speaker.say('Second.');
+    await clock.advance(200);
+    speaker.interrupt();
+    expect(await a.audible).toBe(true);
+    expect(await b.audible).toBe(false);
+    expect((await b.result).status).toBe('interrupted');
+    await clock.advance(1000);
+    expect(clock.pending).toBe(0);
+  });
+
   describe('utteranceStateChange', () => {
     type Change = {
       id: string;

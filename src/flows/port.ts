@@ -1,0 +1,64 @@
+/**
+ * What a flow needs of the call it runs on (the `FlowCall` port): the runner speaks, plays and waits
+ * through it, reads the keys the caller pressed, hands the call to a relay app, and hangs it up. It
+ * knows nothing of gateways or sockets.
+ */
+import type { RelaySettings } from '../relay/host.js';
+import type { AudioInput } from '../speaker/utterance.js';
+
+export interface FlowSayResult {
+  status: 'played' | 'interrupted' | 'failed';
+}
+
+/** The call's own fields, as a TwiML webhook is told them (Twilio's `From`, `To`, …). */
+export interface FlowCallFields {
+  from: string;
+  to: string;
+  /** `inbound` or `outbound-api`, … as the gateway says; default `inbound`. */
+  direction: string;
+  /** The account the call belongs to where the gateway says (Twilio's); else empty. */
+  accountSid: string;
+}
+
+/** Which relay a flow hands the call to: one named in the config, or one a TwiML document describes. */
+export interface FlowRelaySpec {
+  /** The relay's name under `relays:`, or a label for one the flow made (events and logs). */
+  name: string;
+  /** Settings made by the flow (a TwiML `<ConversationRelay>`); default the named relay's. */
+  settings?: RelaySettings | undefined;
+  /** `setup.customParameters` (TwiML's `<Parameter>`s); default the call's own parameters. */
+  customParameters?: Readonly<Record<string, string>> | undefined;
+}
+
+/** How a relay ended: the app said `end`, or its socket closed (or never opened). */
+export type FlowRelayOutcome = (
+  { reason: 'end'; handoffData: string | undefined } | { reason: 'closed'; detail: string }
+) & {
+  /** The session's id (`setup.sessionId`), when one was made. */
+  sessionId?: string | undefined;
+  /** How long it ran (ms). */
+  durationMs?: number | undefined;
+};
+
+export interface FlowCall {
+  readonly id: string;
+  /** The call's fields (TwiML webhooks are sent them); default empty, `inbound`. */
+  readonly fields?: FlowCallFields | undefined;
+  say(text: string, options: { voiceId?: string; interruptible: boolean }): Promise<FlowSayResult>;
+  /** Plays audio (a TwiML `<Play>`, still being fetched); undefined where it cannot. */
+  play?: ((audio: AudioInput, options: { interruptible: boolean }) => Promise<FlowSayResult>) | undefined;
+  /** Waits `ms` on the call's clock (a TwiML `<Pause>`); rejects when `signal` aborts. */
+  wait?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
+  /**
+   * The next key the caller pressed (keys pressed earlier wait in order), or undefined after
+   * `timeoutMs` with none. Rejects when `signal` aborts.
+   */
+  nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined>;
+  /** Hangs up; `handoffData` (from a relay's `end`) goes with the call's end. */
+  hangup(handoffData?: string): Promise<void>;
+  /**
+   * Hands the call to a relay app (on a WebSocket) until the app ends it or its socket closes.
+   * Undefined where relays cannot run.
+   */
+  relay?: ((spec: FlowRelaySpec, signal: AbortSignal) => Promise<FlowRelayOutcome>) | undefined;
+}
