@@ -17,7 +17,7 @@ import { fmt, median, percentile, printTable } from './stats.js';
 
 const GREETING = 'Hello, thanks for calling. How can I help you today?';
 
-export async function benchTwiml(calls = 12): Promise<void> {
+export async function benchTwiml(calls = 24): Promise<void> {
   const setups = new Map<string, number>();
   const relayServer = new WebSocketServer({ port: 0, host: '127.0.0.1' });
   await once(relayServer, 'listening');
@@ -36,6 +36,10 @@ export async function benchTwiml(calls = 12): Promise<void> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const params = new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+      if (req.url === '/after') {
+        res.writeHead(200, { 'content-type': 'text/xml' }).end('<Response><Hangup/></Response>');
+        return;
+      }
       webhooks.set(params.get('CallSid') ?? '', performance.now());
       const greeting = req.url === '/fresh' ? `Hello caller number ${++fresh}, how can I help?` : GREETING;
       res

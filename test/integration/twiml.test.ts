@@ -47,7 +47,8 @@ beforeAll(async () => {
   <Say>Welcome to the test line.</Say>
   <Connect action="/after-relay">
     <ConversationRelay url="${relayApp.url}" welcomeGreeting="Hi! How can I help?" dtmfDetection="true"
-        voice="voxbridge-high" language="en-US" transcriptionProvider="Deepgram" madeUpAttribute="x">
+        voice="voxbridge-high" language="en-US" transcriptionProvider="Deepgram" madeUpAttribute="x"
+        debug="tokens-played" events="speaker-events">
       <Language code="es-ES" voice="voxbridge-deep"/>
       <Parameter name="tenant" value="gold"/>
     </ConversationRelay>
@@ -216,6 +217,13 @@ describe('a call run by a TwiML webhook', () => {
     const warnings = twimlEvents(c.sse).flatMap((d) => (d.warning === undefined ? [] : [String(d.warning)]));
     expect(warnings.filter((w) => w.includes('madeUpAttribute'))).toHaveLength(1);
     expect(warnings.filter((w) => w.includes('transcriptionProvider'))).toHaveLength(1);
+    // As `debug` and `events` asked: who speaks, and what the caller heard of the greeting.
+    await until(() => session.received.some((m) => m['name'] === 'tokensPlayed'), 5000, 'tokensPlayed');
+    expect(session.received.filter((m) => m.type === 'info').map((m) => [m['name'], m['value']])).toEqual([
+      ['agentSpeaking', 'on'],
+      ['agentSpeaking', 'off'],
+      ['tokensPlayed', 'Hi! How can I help?'],
+    ]);
     // Key 9: the app ends the session (dtmfDetection="true" sends it the key) with handoff data.
     c.g.dtmf('9');
     await until(
