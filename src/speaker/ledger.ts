@@ -17,7 +17,8 @@ interface SegmentSpan {
   readonly startMs: number;
   /** Its audio so far; final once the next segment begins. */
   ms: number;
-  readonly alignment: CharacterAlignment | undefined;
+  /** The service's character timings, or (later) those of a forced alignment of its audio. */
+  alignment: CharacterAlignment | undefined;
 }
 
 export interface LedgerSegment {
@@ -30,10 +31,23 @@ export class TextLedger {
   private readonly spans: SegmentSpan[] = [];
   private audioMs = 0;
 
-  /** A segment's audio begins, with its character timings when the service sent them. */
-  beginSegment(segment: LedgerSegment, alignment?: CharacterAlignment): void {
+  /**
+   * A segment's audio begins, with its character timings when the service sent them; returns its index
+   * (for `align`).
+   */
+  beginSegment(segment: LedgerSegment, alignment?: CharacterAlignment): number {
     const { start, end, text } = segment;
     this.spans.push({ start, end, text, startMs: this.audioMs, ms: 0, alignment });
+    return this.spans.length - 1;
+  }
+
+  /**
+   * Character timings found for segment `index` after its audio came (a forced alignment): from now on
+   * it is cut by them rather than estimated. Timings the service sent are kept.
+   */
+  align(index: number, alignment: CharacterAlignment): void {
+    const span = this.spans[index];
+    if (span && span.alignment === undefined) span.alignment = alignment;
   }
 
   /** More audio of the current segment (ms). */

@@ -10,6 +10,7 @@ import type { PhraseCache } from './phrase-cache.js';
 import { openSegment, SPEAKER_SAMPLE_RATE, type SegmentAudio, type SpeechSource } from './segment-audio.js';
 import { EAGER_FIRST, segmentStream, segmentText, type Segment } from './segmenter.js';
 import type { AudioSink } from './sink.js';
+import { characterTimings, type Aligner } from './word-alignment.js';
 import {
   INTERRUPTED,
   isAudioInput,
@@ -24,6 +25,8 @@ import {
 const BYTES_PER_MS = (2 * SPEAKER_SAMPLE_RATE) / 1000;
 /** A rendition goes into the frames this much at a time (ms), as a response's chunks would. */
 const RENDITION_PIECE_MS = 100;
+/** A segment's audio kept for a forced alignment, at most (ms): a longer one is estimated. */
+const MAX_ALIGNED_MS = 60_000;
 /**
  * A streamed answer's next segment is cut before its sentence ends once the audio queued is down to
  * what a new segment takes to start (followed per speaker: request → first byte, smoothed by
@@ -80,6 +83,12 @@ export interface SpeakerOptions {
    * out first (segmenter.ts, `runway`). Default true; false waits for whole sentences.
    */
   keepTalking?: boolean;
+  /**
+   * Times the words of a segment whose response carried no character timings, from its audio (a
+   * recogniser's forced alignment, off the event loop), so that what the listener heard is cut at a
+   * whole word rather than estimated. Undefined: estimated.
+   */
+  aligner?: Aligner | undefined;
 }
 
 export interface UtteranceHandle {
@@ -107,6 +116,8 @@ export interface SpeakerEvents {
   interrupted: [{ id: string; playedMs: number; heardText: string }];
   /** Every change of an utterance's state (`UtteranceState`), after its teardown. */
   utteranceStateChange: [id: string, oldState: UtteranceState, newState: UtteranceState];
+  /** A segment's words were timed by the aligner (`words`: 0 when it failed). */
+  aligned: [{ id: string; words: number }];
 }
 
 /**
@@ -459,7 +470,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     for await (const audio of opened) {
       u.segmentsBegun++;
       u.segmentsRead = false;
-      u.ledger.beginSegment(audio.segment, audio.alignment);
+      const span = u.ledger.beginSegment(audio.segment, audio.alignment);
       const cached = audio.fromCache ? audio.phrase() : undefined;
       const rendition = cache && format && cached ? cache.rendition(cached, format) : undefined;
       if (cached && rendition) {
@@ -468,12 +479,21 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
         continue;
       }
       if (cache && format) pipeline.recordSegment(cache.maxEntryBytes);
+      // Kept for a forced alignment when the service sent no timings (bounded: a longer one is estimated).
+      let kept: Uint8Array[] | undefined = this.options.aligner && !audio.alignment ? [] : undefined;
+      let keptBytes = 0;
       for await (const chunk of audio.chunks) {
         signal.throwIfAborted();
         u.ledger.addAudio(chunk.byteLength / BYTES_PER_MS);
+        if (kept) {
+          keptBytes += chunk.byteLength;
+          if (keptBytes > MAX_ALIGNED_MS * BYTES_PER_MS) kept = undefined;
+          else kept.push(chunk);
+        }
         await push(pipeline.push(chunk));
       }
       u.segmentsRead = true;
+      if (kept) this.alignSegment(u, span, audio.segment.text, kept);
       await push(pipeline.endSegment());
       // Read to the end: the response was complete (and recorded, when it was not a replay).
       const recorded = pipeline.takeRendition();
@@ -482,6 +502,24 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     }
     // The last partial frame is padded, never dropped.
     await push(pipeline.finish());
+  }
+
+  /**
+   * Times the words of a segment's audio (the aligner, off the event loop) and gives the ledger its
+   * character timings when they come; a barge-in before then is estimated. A failure is only logged at
+   * debug level: the estimate stands.
+   */
+  private alignSegment(u: Utterance, span: number, text: string, chunks: Uint8Array[]): void {
+    const aligner = this.options.aligner!;
+    const bytes = Buffer.concat(chunks);
+    const samples = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+    aligner(text, samples, SPEAKER_SAMPLE_RATE, u.ended).then(
+      (words) => {
+        if (words.length > 0) u.ledger.align(span, characterTimings(text, words));
+        this.emit('aligned', { id: u.id, words: words.length });
+      },
+      () => this.emit('aligned', { id: u.id, words: 0 }),
+    );
   }
 
   /**

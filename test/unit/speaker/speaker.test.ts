@@ -9,6 +9,7 @@ import type { SpeechAudio, SpeechSource } from '../../../src/speaker/segment-aud
 import { Speaker, type UtteranceState } from '../../../src/speaker/speaker.js';
 import type { SpeechRequest } from '../../../src/speech/client.js';
 import { SpeechServiceError } from '../../../src/speech/errors.js';
+import type { Aligner } from '../../../src/speaker/word-alignment.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 import { RecordingSink } from '../../helpers/recording-sink.js';
 
@@ -231,6 +232,80 @@ describe('Speaker on a fake clock', () => {
       expect(r.interrupted).toBe(true);
       expect(r.heardText).toBe(expected(r.playedMs));
       expect((await handle.result).heardText).toBe(r.heardText);
+    }
+  });
+
+  it('without timings from the service, an aligner times the words of each segment from its audio, and the heard text is cut at a whole word', async () => {
+    // Uneven characters again: the even estimate is wrong, the alignment (the same timings, as words) right.
+    const charMs = (i: number): number => (i % 2 === 0 ? 30 : 90);
+    const sum = (text: string): number => [...text].reduce((t, _c, i) => t + charMs(i), 0);
+    const first = 'Hello there caller.';
+    const second = 'This reply goes on for quite a while.';
+    const text = `${first} ${second}`;
+    const asked: Array<{ text: string; samples: number; rate: number }> = [];
+    const aligner: Aligner = (segment, samples, rate) => {
+      asked.push({ text: segment, samples: samples.length, rate });
+      return Promise.resolve(
+        [...segment.matchAll(/\S+/g)].map((m) => ({
+          charStart: m.index,
+          charEnd: m.index + m[0].length,
+          startMs: sum(segment.slice(0, m.index)),
+          endMs: sum(segment.slice(0, m.index + m[0].length)),
+        })),
+      );
+    };
+    /** Every word whose audio had ended `playedMs` into the utterance. */
+    const expected = (playedMs: number): string => {
+      const firstMs = Math.round(sum(first) / 100) * 100;
+      const [segment, offset, into] =
+        playedMs < firstMs ? [first, 0, playedMs] : [second, first.length + 1, playedMs - firstMs];
+      let heard = 0;
+      for (const m of segment.matchAll(/\S+/g))
+        if (sum(segment.slice(0, m.index + m[0].length)) <= into) heard = m.index + m[0].length;
+      return text.slice(0, offset + heard).trimEnd();
+    };
+    for (const cutAt of [400, 700, 1500, 2100]) {
+      asked.length = 0;
+      const clock = new FakeClock(1000);
+      const sink = new RecordingSink(MULAW_8K, clock, 200);
+      const source = new ToneSource(clock, { durationMs: sum });
+      const speaker = new Speaker({ source, sink, voiceId: 'v', clock, aligner });
+      const handle = speaker.say(text);
+      await clock.advance(cutAt);
+      const r = speaker.interrupt();
+      expect(r.heardText).toBe(expected(r.playedMs));
+      expect((await handle.result).heardText).toBe(r.heardText);
+      // The aligner had each segment read whole: its text, and its 24 kHz audio.
+      expect(asked[0]).toEqual({
+        text: first,
+        samples: (Math.round(sum(first) / 100) * 100 * 24_000) / 1000,
+        rate: 24_000,
+      });
+    }
+  });
+
+  it('a segment the aligner fails on, or has not timed yet, is estimated as before', async () => {
+    const clock = new FakeClock(1000);
+    const sink = new RecordingSink(MULAW_8K, clock, 200);
+    const source = new ToneSource(clock);
+    const never: Aligner = () => new Promise(() => undefined);
+    const failing: Aligner = () => Promise.reject(new Error('no'));
+    for (const aligner of [never, failing]) {
+      const speaker = new Speaker({ source, sink, voiceId: 'v', clock, aligner });
+      const plain = new Speaker({
+        source,
+        sink: new RecordingSink(MULAW_8K, clock, 200),
+        voiceId: 'v',
+        clock,
+      });
+      const text = 'Hello there caller. This reply goes on for quite a while and will be cut short.';
+      const a = speaker.say(text);
+      const b = plain.say(text);
+      await clock.advance(700);
+      const ra = speaker.interrupt();
+      const rb = plain.interrupt();
+      expect(ra.heardText).toBe(rb.heardText);
+      await Promise.all([a.result, b.result]);
     }
   });
 
