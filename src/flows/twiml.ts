@@ -449,36 +449,6 @@ class TwimlRun {
   }
 }
 
-/** ConversationRelay's attributes, as Twilio documents them (twilio-node 6.2.0). */
-const RELAY_ATTRIBUTES = new Set([
-  'url',
-  'welcomeGreeting',
-  'welcomeGreetingInterruptible',
-  'language',
-  'ttsLanguage',
-  'ttsProvider',
-  'voice',
-  'transcriptionLanguage',
-  'transcriptionProvider',
-  'speechModel',
-  'interruptible',
-  'interruptSensitivity',
-  'preemptible',
-  'dtmfDetection',
-  'partialPrompts',
-  'reportInputDuringAgentSpeech',
-  'hints',
-  'speechtimeout',
-  'ignorebackchannel',
-  'backgroundnoisereduction',
-  'profanityFilter',
-  'elevenlabsTextNormalization',
-  'deepgramsmartformat',
-  'intelligenceService',
-  'events',
-  'debug',
-]);
-
 /** Attributes that are accepted and have no effect here: the speech services are voxbridge's own. */
 const IGNORED_ATTRIBUTES = [
   'transcriptionProvider',
@@ -495,6 +465,24 @@ const IGNORED_ATTRIBUTES = [
   'deepgramsmartformat',
   'intelligenceService',
 ];
+
+/** ConversationRelay's attributes, as Twilio documents them (twilio-node 6.2.0): those run, and the rest. */
+const RELAY_ATTRIBUTES = new Set([
+  'url',
+  'welcomeGreeting',
+  'welcomeGreetingInterruptible',
+  'language',
+  'ttsLanguage',
+  'ttsProvider',
+  'voice',
+  'transcriptionLanguage',
+  'interruptible',
+  'preemptible',
+  'dtmfDetection',
+  'events',
+  'debug',
+  ...IGNORED_ATTRIBUTES,
+]);
 
 function bool(raw: string | undefined): boolean | undefined {
   if (raw === undefined) return undefined;
