@@ -15,7 +15,10 @@ import type { Recognition, Recognizer } from '../../src/recognition/recognizer.j
 import { TurnRecorder } from '../../src/relay/turn-recorder.js';
 
 /** What of the recogniser a call needs. */
-export type TurnRecognizer = Pick<Recognizer, 'recognize'>;
+export type TurnRecognizer = Pick<Recognizer, 'recognize'> & {
+  /** Gets ready (a recogniser started on first use starts now), so the first answer does not wait for it. */
+  prepare?: (() => void) | undefined;
+};
 
 export interface CallListenerOptions {
   recognizer: TurnRecognizer;

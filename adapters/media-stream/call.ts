@@ -348,6 +348,8 @@ export class Call extends EventEmitter<CallEvents> {
       grammars && recognizer && settings.bargeIn && this.options.detector
         ? new CallListener({ recognizer, inboundRate: stream.inbound.sampleRate, log: this.log })
         : undefined;
+    // A flow that will listen: the recogniser gets ready while the call's first prompts play.
+    if (listener) recognizer?.prepare?.();
     const falseBargeIn =
       settings.bargeIn && settings.bargeInResume?.enabled && this.options.detector
         ? new FalseBargeIn({

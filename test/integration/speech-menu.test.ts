@@ -128,7 +128,8 @@ describe.concurrent('a menu that hears speech (Twilio, μ-law, 20 dB SNR)', () =
     expect(String(result['text'])).toMatch(/\bsupport\b/);
     expect(result['confidence']).toEqual(expect.any(Number));
     expect(result['latency_ms']).toEqual(expect.any(Number));
-    expect(result['latency_ms'] as number).toBeLessThan(1000);
+    // End of the turn → result: ~100 ms of recognition on a quiet machine; a generous sanity bound.
+    expect(result['latency_ms'] as number).toBeLessThan(3000);
     const words = result['words'] as Array<{ word: string; start_ms: number; end_ms: number }>;
     expect(words.map((w) => w.word)).toContain('support');
     for (const w of words) expect(w.end_ms).toBeGreaterThanOrEqual(w.start_ms);

@@ -2,9 +2,10 @@
  * The process's one offline recogniser (src/recognition: PocketSphinx in WebAssembly, on worker
  * threads), shared by the two parts that need it: a call's flow hearing a spoken choice at a gather
  * (parts/calls.ts) and every speaker timing the words of speech that came without character timings
- * (the `Aligner`: calls and Discord guilds). Its threads start on first use, not with the app: an app
- * whose speech service sends timings, and whose callers never reach a listening gather, never loads it;
- * a start that fails is retried on the next use.
+ * (the `Aligner`: calls and Discord guilds). Its threads start on first use, or when a call whose flow
+ * listens begins (so that its first answer does not wait for them), not with the app: an app whose
+ * speech service sends timings, and whose callers never reach a listening gather, never loads it; a
+ * start that fails is retried on the next use.
  */
 import type { Logger } from 'pino';
 import { Recognizer } from '../../recognition/recognizer.js';
@@ -12,8 +13,11 @@ import type { Aligner } from '../../speaker/word-alignment.js';
 import type { LoadedConfig } from '../config.js';
 
 export interface RecognitionPart {
-  /** For gathers: each gather's own `minConfidence` decides a no-match, so every key is kept here. */
-  readonly recognizer: Pick<Recognizer, 'recognize'>;
+  /**
+   * For gathers: each gather's own `minConfidence` decides a no-match, so every key is kept here;
+   * `prepare()` starts the threads ahead of the first answer (a call whose flow listens).
+   */
+  readonly recognizer: Pick<Recognizer, 'recognize'> & { prepare(): void };
   /** For speakers: a segment's words, timed from its audio. */
   readonly aligner: Aligner;
   /** Whether the threads were started (for logs and tests). */
@@ -40,6 +44,7 @@ export function startRecognition(loaded: LoadedConfig, logger: Logger): Recognit
   };
   return {
     recognizer: {
+      prepare: () => void get().catch(() => undefined),
       recognize: async (samples, sampleRate, grammar, options) =>
         (await get()).recognize(samples, sampleRate, grammar, options),
     },
