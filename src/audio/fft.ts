@@ -77,6 +77,23 @@ export function fftPlan(n: number): FftPlan {
   return plan;
 }
 
+const sqrtHanns = new Map<number, Float64Array>();
+
+/**
+ * The square root of a Hann window of length `n` (sampled half a step in), shared: applied at analysis and again at
+ * synthesis, its square overlap-adds to a constant at half-frame hops (the spectral suppressors').
+ */
+export function sqrtHannWindow(n: number): Float64Array {
+  let window = sqrtHanns.get(n);
+  if (!window) {
+    window = Float64Array.from({ length: n }, (_, i) =>
+      Math.sqrt(0.5 - 0.5 * Math.cos((2 * Math.PI * (i + 0.5)) / n)),
+    );
+    sqrtHanns.set(n, window);
+  }
+  return window;
+}
+
 /** Transforms `re` + i·`im` in place (forward, unscaled). Their length must be a power of two. */
 export function fft(re: Float64Array, im: Float64Array): void {
   const n = re.length;

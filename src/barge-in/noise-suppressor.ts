@@ -22,7 +22,7 @@
  * inference). What Silero hears of a window lags it by half a frame (4 ms), the whole cost in latency.
  * (Figures: docs/calls.md, «Barge-in», the paragraphs on the noise suppressor.)
  */
-import { fftPlan, type FftPlan } from '../audio/fft.js';
+import { fftPlan, sqrtHannWindow, type FftPlan } from '../audio/fft.js';
 
 /** Frame length (ms); the hop is half of it. */
 const FRAME_MS = 8;
@@ -41,19 +41,6 @@ const SUBWINDOW_FRAMES = 160 / FOLLOW_MS;
 const MINIMUM_BIAS = 2;
 /** A bin's noise power is never taken as less than this (a line of digital silence). */
 const LEAST_NOISE = 1;
-
-const tapers = new Map<number, Float64Array>();
-
-function taperFor(n: number): Float64Array {
-  let taper = tapers.get(n);
-  if (!taper) {
-    taper = Float64Array.from({ length: n }, (_, i) =>
-      Math.sqrt(0.5 - 0.5 * Math.cos((2 * Math.PI * (i + 0.5)) / n)),
-    );
-    tapers.set(n, taper);
-  }
-  return taper;
-}
 
 export class NoiseSuppressor {
   /** Samples by which what Silero hears lags the window it is given for. */
@@ -93,7 +80,7 @@ export class NoiseSuppressor {
     this.windowSamples = windowSamples;
     this.delaySamples = this.hop;
     this.bins = this.frameLength / 2 + 1;
-    this.taper = taperFor(this.frameLength);
+    this.taper = sqrtHannWindow(this.frameLength);
     this.tail = new Float64Array(this.frameLength);
     this.overlap = new Float64Array(this.frameLength);
     this.re = new Float64Array(this.frameLength);

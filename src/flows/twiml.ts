@@ -16,6 +16,7 @@
 import { BodyTooLargeError, readBodyCapped } from '../http/fetch-body.js';
 import {
   parseRelayInfoOptions,
+  readBool,
   readInterruptible,
   type Interruptible,
 } from '../protocols/conversation-relay.js';
@@ -350,7 +351,7 @@ class TwimlRun {
   }
 
   /** `<ConversationRelay>`'s attributes and children as a relay session's settings. */
-  relaySettings(noun: ConversationRelayNoun): RelaySettings {
+  private relaySettings(noun: ConversationRelayNoun): RelaySettings {
     const a = noun.attributes;
     let url: URL;
     try {
@@ -409,8 +410,8 @@ class TwimlRun {
       welcome: a['welcomeGreeting'] || undefined,
       welcomeInterruptible,
       interruptible,
-      dtmf: bool(a['dtmfDetection']) ?? false,
-      preemptible: bool(a['preemptible']) ?? false,
+      dtmf: readBool(a['dtmfDetection']) ?? false,
+      preemptible: readBool(a['preemptible']) ?? false,
       voiceId,
       languages,
       language: { tts, transcription },
@@ -483,12 +484,6 @@ const RELAY_ATTRIBUTES = new Set([
   'debug',
   ...IGNORED_ATTRIBUTES,
 ]);
-
-function bool(raw: string | undefined): boolean | undefined {
-  if (raw === undefined) return undefined;
-  const v = raw.trim().toLowerCase();
-  return v === 'true' ? true : v === 'false' ? false : undefined;
-}
 
 /**
  * What the `action` URL is told of the session, as Twilio tells it: `ended` when the app said `end`

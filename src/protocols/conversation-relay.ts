@@ -107,7 +107,6 @@ const interruptible = z.union([
   z.enum(['none', 'dtmf', 'speech', 'any']),
   bool.transform((v): Interruptible => (v ? 'any' : 'none')),
 ]);
-const lang = z.string().max(35);
 
 /**
  * An `interruptible` as TwiML writes it (`any`, `none`, `dtmf`, `speech`, or `true`/`false`, any
@@ -117,6 +116,14 @@ export function readInterruptible(word: string): Interruptible | undefined {
   const parsed = interruptible.safeParse(word.trim().toLowerCase());
   return parsed.success ? parsed.data : undefined;
 }
+
+/** A boolean as TwiML writes it (`true`/`false`, any case); undefined when absent or neither. */
+export function readBool(word: string | undefined): boolean | undefined {
+  if (word === undefined) return undefined;
+  const parsed = bool.safeParse(word.trim().toLowerCase());
+  return parsed.success ? parsed.data : undefined;
+}
+const lang = z.string().max(35);
 
 const textMessage = z.looseObject({
   type: z.literal('text'),

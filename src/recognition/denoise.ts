@@ -20,7 +20,7 @@
  * minimum statistics over the last 1.3 s, 8 ms frames, for Silero's windows as they come); this one
  * sees the whole turn at once, so it measures the noise from all of it and adds no delay.
  */
-import { fftPlan } from '../audio/fft.js';
+import { fftPlan, sqrtHannWindow } from '../audio/fft.js';
 
 const FRAME = 256;
 const HOP = FRAME / 2;
@@ -31,9 +31,7 @@ const PRIOR_SMOOTHING = 0.98;
 /** Keeps a bin of digital silence from dividing by zero. */
 const TINY_POWER = 1e-3;
 
-const WINDOW = Float64Array.from({ length: FRAME }, (_, i) =>
-  Math.sqrt(0.5 - 0.5 * Math.cos((2 * Math.PI * (i + 0.5)) / FRAME)),
-);
+const WINDOW = sqrtHannWindow(FRAME);
 
 /** `samples` with the steady noise taken out (a new array, the same length). */
 export function denoise(samples: Int16Array): Int16Array {
