@@ -12,6 +12,7 @@
  * not. Each run of a member's packets has its own decoder: Opus decoding carries state from packet to
  * packet, so one member's stream must not be decoded with another's.
  */
+import type { Aligner } from '../../src/speaker/word-alignment.js';
 import { EventEmitter } from 'node:events';
 import {
   createAudioPlayer,
@@ -67,6 +68,8 @@ export interface GuildVoiceOptions {
   /** The guild's default voice. */
   voiceId: string;
   modelId?: string | undefined;
+  /** Times the words of speech that came without character timings; none: estimated. */
+  aligner?: Aligner | undefined;
   cache?: PhraseCache | undefined;
   bargeIn: DiscordBargeInSettings;
   reconnect: ReconnectPolicy;
@@ -158,6 +161,7 @@ export class GuildVoice extends EventEmitter<GuildVoiceEvents> {
       voiceId: options.voiceId,
       modelId: options.modelId,
       cache: options.cache,
+      aligner: options.aligner,
     });
 
     this.connection = joinVoiceChannel({

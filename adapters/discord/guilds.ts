@@ -5,6 +5,7 @@
  * connection was lost with their shard, to rejoin when it is back. Used by the slash commands and by
  * the `/discord` control API alike.
  */
+import type { Aligner } from '../../src/speaker/word-alignment.js';
 import { EventEmitter } from 'node:events';
 import type { DiscordGatewayAdapterCreator } from '@discordjs/voice';
 import type { Logger } from 'pino';
@@ -52,6 +53,8 @@ export interface DiscordGuildsOptions {
   settings: DiscordSettings;
   source: SpeechSource;
   cache?: PhraseCache | undefined;
+  /** Times the words of speech that came without character timings; none: estimated. */
+  aligner?: Aligner | undefined;
   /** None: no guild can be handed to a relay app. */
   relays?: DiscordRelays | undefined;
   directory?: DiscordDirectory | undefined;
@@ -267,7 +270,7 @@ export class DiscordGuilds extends EventEmitter<DiscordGuildsEvents> {
     channelId: string,
     adapterCreator: DiscordGatewayAdapterCreator,
   ): Promise<GuildVoice> {
-    const { settings, source, cache, logger } = this.options;
+    const { settings, source, cache, aligner, logger } = this.options;
     const voice = new GuildVoice({
       guildId,
       channelId,
@@ -276,6 +279,7 @@ export class DiscordGuilds extends EventEmitter<DiscordGuildsEvents> {
       voiceId: settings.voiceId,
       modelId: settings.modelId,
       cache,
+      aligner,
       bargeIn: { ...settings.bargeIn, enabled: this.bargeInEnabled(guildId) },
       reconnect: settings.reconnect,
       logger,

@@ -1,5 +1,5 @@
 /** What a call reports (the control API's event stream, flow webhooks), and how it goes on the wire. */
-import type { FlowEvent } from '../../src/flows/runner.js';
+import type { FlowEvent, GatherResult } from '../../src/flows/runner.js';
 import { resultJson, type PublicResult } from '../../src/control/result.js';
 import type { GatewayName } from '../../src/protocols/types.js';
 
@@ -36,6 +36,11 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
     }
   | { type: 'dtmf'; digit: string }
   | { type: 'flow'; event: FlowEvent }
+  | ({
+      /** What answered a flow's gather (keys, or the caller's turn as recognised), and where it went. */
+      type: 'gather.result';
+      flow: string;
+    } & GatherResult)
   | { type: 'call.ended'; reason: string; handoffData?: string }
   | {
       type: 'relay';
@@ -92,6 +97,19 @@ export function toWire(event: CallEvent): Record<string, unknown> {
       return { ...head, digit: event.digit };
     case 'flow':
       return { ...head, event: flowEventWire(event.event) };
+    case 'gather.result':
+      return {
+        ...head,
+        flow: event.flow,
+        node: event.node,
+        input: event.input,
+        digits: event.digits ?? null,
+        text: event.text ?? null,
+        words: event.words.map((w) => ({ word: w.word, start_ms: w.startMs, end_ms: w.endMs })),
+        confidence: event.confidence ?? null,
+        latency_ms: event.latencyMs ?? null,
+        next: event.next ?? null,
+      };
     case 'call.ended':
       return {
         ...head,

@@ -3,7 +3,8 @@
  * caller pressed waiting for it, and its run, ended when the call ends.
  */
 import type { Logger } from 'pino';
-import { runFlow, type FlowCall, type FlowEvent } from '../../src/flows/runner.js';
+import type { MenuGrammar } from '../../src/recognition/grammar.js';
+import { runFlow, type FlowCall, type FlowEvent, type GatherResult } from '../../src/flows/runner.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import { DigitQueue } from './digit-queue.js';
@@ -34,6 +35,10 @@ export interface CallFlowOptions {
   call: Omit<FlowCall, 'nextDigit' | 'wait'>;
   clock: Clock;
   onEvent: (event: FlowEvent) => void;
+  /** The grammar of each of the flow's gathers that listen for speech, by node. */
+  grammars?: ReadonlyMap<string, MenuGrammar> | undefined;
+  /** What answered each gather (keys or a spoken turn), and where it sent the flow. */
+  onGather?: ((result: GatherResult) => void) | undefined;
   /** Sender of the flow's own webhooks (tests inject their own). */
   post?: PostJson | undefined;
   /** `TWILIO_AUTH_TOKEN`: TwiML nodes sign their webhook requests with it. */
@@ -80,6 +85,8 @@ export class CallFlow {
       },
       post,
       twilioAuthToken: this.options.twilioAuthToken,
+      grammars: this.options.grammars,
+      onGather: this.options.onGather,
     }).catch((error: unknown) => log.error({ err: error, flow: name }, 'flow failed'));
   }
 

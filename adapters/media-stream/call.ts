@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
 import type { FlowRelayOutcome, FlowRelaySpec, FlowSayResult } from '../../src/flows/runner.js';
+import type { FlowGrammars } from '../../src/flows/grammars.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
@@ -24,6 +25,8 @@ import { dtmfTones } from '../../src/audio/dtmf.js';
 import { int16ToBytes } from '../../src/audio/pcm.js';
 import { BargeInChain } from './barge-in-chain.js';
 import { CallFlow, chooseFlow } from './call-flow.js';
+import type { Aligner } from '../../src/speaker/word-alignment.js';
+import { CallListener, type TurnRecognizer } from './call-listen.js';
 import { publicResult, type CallEvent, type EventBody } from './call-events.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import { CallRelay, type CallRelays } from './call-relay.js';
@@ -52,6 +55,8 @@ export interface CallSettings {
   /** The flow run when the call's parameters name none; undefined: none. */
   defaultFlow: string | undefined;
   flows: Readonly<Record<string, Flow>>;
+  /** The grammar of each flow's gathers that listen for speech (by flow, then node); none: keys only. */
+  grammars?: FlowGrammars | undefined;
   /** Per gateway: the outbound codec where its start message does not say it. */
   protocolOptions: Readonly<Partial<Record<GatewayName, ProtocolOptions>>>;
 }
@@ -70,6 +75,13 @@ export interface CallOptions {
   detector?: ((inbound: WireFormat, hooks: DetectorHooks) => OnsetDetector) | undefined;
   /** Relays the call's flows may hand it to; none: relay nodes fail. */
   relays?: CallRelays | undefined;
+  /**
+   * Recognises the caller's spoken answers to a flow's gathers (the process's one recogniser); none, or
+   * no detector: gathers take keys only.
+   */
+  recognizer?: TurnRecognizer | undefined;
+  /** Times the words of speech that came without character timings; none: estimated. */
+  aligner?: Aligner | undefined;
   /** Webhook sender for flows (tests inject their own). */
   post?: PostJson | undefined;
   /** The upgrade URL's query parameters (the `token` among them excluded). */
@@ -110,6 +122,8 @@ export type CallState =
       /** Whether a barge-in was false, when barge-in and its taking back are on. */
       falseBargeIn: FalseBargeIn | undefined;
       flow: CallFlow | undefined;
+      /** The caller's turns heard for the flow's gathers that listen for speech; none when they cannot. */
+      listener: CallListener | undefined;
     }
   | { status: 'ended'; reason: string; flow: CallFlow | undefined };
 
@@ -127,7 +141,8 @@ export interface CallEvents {
  * into a `PhoneSink`, and reports everything as call events. This class is the protocol dispatch and
  * the lifecycle; its other jobs are modules of their own: barge-in on the caller's voice
  * (`BargeInChain`) and taking back a false one (`FalseBargeIn`), the IVR flow and its keys
- * (`CallFlow`), the event history (`EventLog`), webhooks (`postEvent`).
+ * (`CallFlow`) and spoken answers (`CallListener`), the event history (`EventLog`), webhooks
+ * (`postEvent`).
  */
 export class Call extends EventEmitter<CallEvents> {
   /** Ours until the gateway's start message names the call; then the gateway's call id. */
@@ -195,6 +210,7 @@ export class Call extends EventEmitter<CallEvents> {
       old.bargeIn?.close();
       void old.speaker.close();
       old.falseBargeIn?.close();
+      old.listener?.close();
     }
     this.emit('stateChange', old, next);
   }
@@ -319,10 +335,19 @@ export class Call extends EventEmitter<CallEvents> {
       voiceId: settings.voiceId,
       clock,
       cache: this.options.cache,
+      aligner: this.options.aligner,
     });
     speaker.on('utteranceEnd', ({ id, result }) =>
       this.emitEvent({ type: 'utterance.finished', utteranceId: id, result: publicResult(result) }),
     );
+    const chosen = chooseFlow(stream.parameters['flow'], settings, this.log);
+    const grammars = chosen && settings.grammars?.get(chosen.name);
+    const { recognizer } = this.options;
+    // Spoken answers are the VAD's turns: without barge-in's detector there are none to hear.
+    const listener =
+      grammars && recognizer && settings.bargeIn && this.options.detector
+        ? new CallListener({ recognizer, inboundRate: stream.inbound.sampleRate, log: this.log })
+        : undefined;
     const falseBargeIn =
       settings.bargeIn && settings.bargeInResume?.enabled && this.options.detector
         ? new FalseBargeIn({
@@ -330,7 +355,8 @@ export class Call extends EventEmitter<CallEvents> {
             settings: settings.bargeInResume,
             clock,
             say: (text, o) => this.say(text, o),
-            canResume: () => this.#relay === undefined,
+            // A relay's app owns its talk cycle; a gather listening hears a short turn as an answer.
+            canResume: () => this.#relay === undefined && !listener?.listening,
             onResumed: (r) => this.emitEvent({ type: 'barge-in.resumed', ...r }),
           })
         : undefined;
@@ -338,6 +364,7 @@ export class Call extends EventEmitter<CallEvents> {
       ? this.options.detector?.(stream.inbound, {
           onTurnEnd: (turn) => {
             this.#relay?.turnEnd(turn);
+            listener?.turnEnd(turn);
             falseBargeIn?.turnEnded(turn);
           },
         })
@@ -354,11 +381,16 @@ export class Call extends EventEmitter<CallEvents> {
           this.emitEvent({ type: 'barge-in', ...b });
           this.#relay?.bargeIn(b);
         },
-        onOnset: (onsetMs) => this.#relay?.onset(onsetMs),
-        onAudio: (samples, atMs) => this.#relay?.audio(samples, atMs),
+        onOnset: (onsetMs) => {
+          this.#relay?.onset(onsetMs);
+          listener?.onset(onsetMs);
+        },
+        onAudio: (samples, atMs) => {
+          this.#relay?.audio(samples, atMs);
+          listener?.audio(samples, atMs);
+        },
         log: this.log,
       });
-    const chosen = chooseFlow(stream.parameters['flow'], settings, this.log);
     const flow =
       chosen &&
       new CallFlow({
@@ -375,14 +407,17 @@ export class Call extends EventEmitter<CallEvents> {
           play: async (audio, o) => ({ status: (await this.say(audio, o).result).status }),
           hangup: (handoffData) => this.hangup(handoffData),
           relay: (spec, signal) => this.runRelay(spec, signal),
+          listen: listener && ((grammar, signal) => listener.listen(grammar, signal)),
         },
         clock,
+        grammars,
         onEvent: (event) => this.emitEvent({ type: 'flow', event }),
+        onGather: (result) => this.emitEvent({ type: 'gather.result', flow: chosen.name, ...result }),
         post: this.options.post,
         twilioAuthToken: this.options.relays?.twilioAuthToken,
         log: this.log,
       });
-    this.setState({ status: 'active', stream, sink, speaker, bargeIn, falseBargeIn, flow });
+    this.setState({ status: 'active', stream, sink, speaker, bargeIn, falseBargeIn, flow, listener });
     this.emitEvent({
       type: 'call.started',
       gateway: this.gateway,

@@ -17,6 +17,8 @@ import type { WireFormat } from '../../src/audio/framer.js';
 import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
 import type { CallEvent } from './call-events.js';
 import { Call, type CallRefusal, type CallSettings } from './call.js';
+import type { Aligner } from '../../src/speaker/word-alignment.js';
+import type { TurnRecognizer } from './call-listen.js';
 import { CLOSE, closeReason } from '../../src/http/ws-close.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import type { CallRelays } from './call-relay.js';
@@ -57,6 +59,10 @@ export interface MediaStreamServerOptions {
   logger: Logger;
   detector?: ((inbound: WireFormat, hooks: DetectorHooks) => OnsetDetector) | undefined;
   relays?: CallRelays | undefined;
+  /** The process's recogniser, for flows' gathers that listen for speech; none: they take keys only. */
+  recognizer?: TurnRecognizer | undefined;
+  /** Times the words of speech that came without character timings (every call's speaker). */
+  aligner?: Aligner | undefined;
   post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
 }
 
@@ -215,6 +221,8 @@ export class MediaStreamServer {
       settings: this.options.settings,
       detector: this.options.detector,
       relays: this.options.relays,
+      recognizer: this.options.recognizer,
+      aligner: this.options.aligner,
       post: this.options.post,
       urlParameters,
       admit: (stream) => this.admit(stream),

@@ -19,6 +19,7 @@ import { VoxbridgeMetrics } from './metrics.js';
 import { startCalls } from './parts/calls.js';
 import { instanceHost, startCluster, type ClusterPart } from './parts/cluster.js';
 import { startDiscord } from './parts/discord.js';
+import { startRecognition } from './parts/recognition.js';
 import { startRelays } from './parts/relays.js';
 import { startSpeech } from './parts/speech.js';
 import { phonePageRoutes } from './phone-page.js';
@@ -80,6 +81,8 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   const cache = new PhraseCache({ maxBytes: config.calls.phraseCacheBytes, shared: cluster?.phrases });
   // Relay apps and their speech-to-text, for calls and guilds alike.
   const relays = startRelays(loaded, logger);
+  // The offline recogniser, for gathers that listen and for speakers timing words: started on first use.
+  const recognition = startRecognition(loaded, logger);
   let calls, discord;
   try {
     calls = await startCalls({
@@ -89,6 +92,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       source: client,
       cache,
       relays,
+      recognition,
       logger,
       post: options.post,
     });
@@ -97,6 +101,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       client,
       cache,
       relays,
+      recognition,
       logger,
       // Each shard process is an instance of the cluster of its own, speaking through this one's
       // embedded speech service when there is no remote one.
@@ -117,6 +122,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   } catch (error) {
     await calls?.close();
     await relays.close();
+    await recognition.close();
     await cluster?.close();
     await http.close();
     await speech.close();
@@ -193,6 +199,7 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
       await discord.close();
       await calls.close();
       await relays.close();
+      await recognition.close();
       await http.close();
       await speech.close();
     },

@@ -265,6 +265,14 @@ export const configSchema = z.strictObject({
         maxSpeechMs: z.number().int().min(50).max(5000),
       }),
     }),
+    /**
+     * Spoken answers to a flow's gather (`input: [dtmf, speech]`), recognised offline against the
+     * gather's grammar: one recogniser for every call, started when some gather listens.
+     */
+    recognition: z.strictObject({
+      /** Its worker threads, each with the acoustic model loaded. */
+      workers: z.number().int().min(1).max(16),
+    }),
     /** The flow a call runs when its parameters name none; null: none (driven by the control API). */
     defaultFlow: z.string().nullable(),
   }),

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { buildFlowGrammars, FlowGrammarError, type FlowGrammars } from '../flows/grammars.js';
 import { isLoopbackHost } from '../http/web-guard.js';
 import { PROJECT_ROOT } from '../paths.js';
 import { configSchema, type Config } from './config-schema.js';
@@ -140,6 +141,19 @@ export interface LoadedConfig {
   secrets: Secrets;
   /** Set when this process is one shard of a sharded bot (started by discord.js's ShardingManager). */
   shard?: { readonly id: number; readonly count: number } | undefined;
+  /** The grammar of every gather that listens for speech, built once here (by flow, then node). */
+  grammars: FlowGrammars;
+}
+
+/** Every speech gather's grammar; a word the recogniser does not know is a config error, named. */
+function flowGrammars(config: Config): FlowGrammars {
+  try {
+    return buildFlowGrammars(config.flows);
+  } catch (error) {
+    if (error instanceof FlowGrammarError)
+      throw new ConfigError(`invalid configuration: ${error.message}`, { cause: error });
+    throw error;
+  }
 }
 
 /** default.yaml, then the file named by VOXBRIDGE_CONFIG, then the environment; validated once. */
@@ -187,6 +201,7 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     }
     relayHeaders.set(name, headers);
   }
+  const grammars = flowGrammars(config);
   const defaultFlow = config.calls.defaultFlow;
   if (defaultFlow !== null && !(defaultFlow in config.flows))
     throw new ConfigError(`invalid configuration: calls.defaultFlow: no flow named "${defaultFlow}"`);
@@ -218,5 +233,5 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     : undefined;
   if (shard && !(Number.isInteger(shard.id) && Number.isInteger(shard.count) && shard.id < shard.count))
     throw new ConfigError(`invalid shard: SHARDS=${env['SHARDS']} SHARD_COUNT=${env['SHARD_COUNT']}`);
-  return { config, secrets, shard };
+  return { config, secrets, shard, grammars };
 }

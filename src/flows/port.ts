@@ -1,8 +1,10 @@
 /**
  * What a flow needs of the call it runs on (the `FlowCall` port): the runner speaks, plays and waits
- * through it, reads the keys the caller pressed, hands the call to a relay app, and hangs it up. It
- * knows nothing of gateways or sockets.
+ * through it, reads the keys the caller pressed, listens for a spoken answer to a gather, hands the call
+ * to a relay app, and hangs it up. It knows nothing of gateways or sockets.
  */
+import type { MenuGrammar } from '../recognition/grammar.js';
+import type { Recognition } from '../recognition/recognizer.js';
 import type { RelaySettings } from '../relay/host.js';
 import type { AudioInput } from '../speaker/utterance.js';
 
@@ -40,6 +42,29 @@ export type FlowRelayOutcome = (
   durationMs?: number | undefined;
 };
 
+/** One spoken turn of the caller's, recognised against a gather's grammar. */
+export interface FlowHeard extends Recognition {
+  /** From the end of the caller's turn (the VAD's decision that it ended) to this result, ms. */
+  readonly latencyMs: number;
+}
+
+/**
+ * A gather listening for the caller's next spoken turn: armed before its prompt plays, so that a
+ * caller who talks over the prompt is heard from the first syllable.
+ */
+export interface FlowListening {
+  /**
+   * The first turn the caller began after `listen`, recognised once it ended (a failed recognition is
+   * a result with no key, no digits and confidence 0). Rejects only once the listening is closed or
+   * its signal aborted.
+   */
+  readonly heard: Promise<FlowHeard>;
+  /** The caller is in that turn, or it is being recognised: a gather's timeout waits for it. */
+  readonly busy: boolean;
+  /** Stops listening (a key answered, the gather timed out, the call ended): a recognition under way is dropped. */
+  close(): void;
+}
+
 export interface FlowCall {
   readonly id: string;
   /** The call's fields (TwiML webhooks are sent them); default empty, `inbound`. */
@@ -54,6 +79,11 @@ export interface FlowCall {
    * `timeoutMs` with none. Rejects when `signal` aborts.
    */
   nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined>;
+  /**
+   * Listens for the caller's next spoken turn and recognises it against `grammar`, until closed or
+   * `signal` aborts. Undefined where the call cannot hear turns (no VAD, barge-in off).
+   */
+  listen?: ((grammar: MenuGrammar, signal: AbortSignal) => FlowListening) | undefined;
   /** Hangs up; `handoffData` (from a relay's `end`) goes with the call's end. */
   hangup(handoffData?: string): Promise<void>;
   /**

@@ -1,12 +1,23 @@
 /**
  * Runs one IVR flow on one call. The call is a port (`FlowCall`): the runner speaks through it, reads
- * the keys the caller pressed, and hangs it up; it knows nothing of gateways or sockets.
+ * the keys the caller pressed, listens for spoken answers to a gather (each gather's grammar is given
+ * to it, built at start), and hangs it up; it knows nothing of gateways or sockets.
  */
-import type { FlowCall } from './port.js';
-import type { Flow, FlowNode } from './schema.js';
+import type { MenuGrammar } from '../recognition/grammar.js';
+import type { RecognizedWord } from '../recognition/recognizer.js';
+import type { FlowCall, FlowHeard, FlowListening } from './port.js';
+import type { Flow, GatherNode } from './schema.js';
 import { runTwiml } from './twiml.js';
 
-export type { FlowCall, FlowCallFields, FlowRelayOutcome, FlowRelaySpec, FlowSayResult } from './port.js';
+export type {
+  FlowCall,
+  FlowCallFields,
+  FlowHeard,
+  FlowListening,
+  FlowRelayOutcome,
+  FlowRelaySpec,
+  FlowSayResult,
+} from './port.js';
 
 export interface FlowEvent {
   type: 'flow.node' | 'flow.webhook' | 'flow.twiml' | 'flow.end';
@@ -24,12 +35,42 @@ export interface RunFlowOptions {
   post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
   /** `TWILIO_AUTH_TOKEN`: a TwiML node signs its webhook requests (and its relay's handshake) with it. */
   twilioAuthToken?: string | undefined;
+  /** The grammar of each gather that listens for speech, by node name (built once at start). */
+  grammars?: ReadonlyMap<string, MenuGrammar> | undefined;
+  /** Told what answered a gather (keys, or a spoken turn), and where it sent the flow. */
+  onGather?: ((result: GatherResult) => void) | undefined;
 }
+
+/** What answered a gather: the keys, or the caller's turn as recognised, and where it sent the flow. */
+export interface GatherResult {
+  node: string;
+  input: 'dtmf' | 'speech';
+  /** The keys pressed, or the key (or spoken digits) the words chose; undefined on a no-match. */
+  digits: string | undefined;
+  /** What was recognised (speech only). */
+  text: string | undefined;
+  words: readonly RecognizedWord[];
+  /** The recognition's confidence (speech only). */
+  confidence: number | undefined;
+  /** The end of the caller's turn to the result, ms (speech only). */
+  latencyMs: number | undefined;
+  /** The node the answer sent the flow to (a branch, or `otherwise`); undefined: the retry (or `onFail`). */
+  next: string | undefined;
+}
+
+type GatherInput = { kind: 'keys'; digits: string } | { kind: 'speech'; heard: FlowHeard };
+type FirstAnswer =
+  { kind: 'digit'; digit: string } | { kind: 'speech'; heard: FlowHeard } | { kind: 'timeout' };
 
 /** A webhook that has not answered by then is given up on; the flow goes on. */
 const WEBHOOK_TIMEOUT_MS = 3000;
 /** Nodes that neither speak nor wait, in a row, before the flow is taken to be looping. */
 const MAX_SILENT_STEPS = 100;
+/**
+ * A caller still talking when a gather's wait runs out is waited for this much longer at most: a turn
+ * longer than that is no answer to a menu (the call recognises a turn's last 20 s).
+ */
+const MAX_TURN_WAIT_MS = 35_000;
 
 export type FlowEnd = 'hangup' | 'aborted' | 'loop';
 
@@ -66,25 +107,133 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
     if (digit !== undefined) carried += digit;
   };
 
-  const gather = async (nodeName: string, node: Extract<FlowNode, { type: 'gather' }>): Promise<string> => {
+  const gather = async (nodeName: string, node: GatherNode): Promise<string> => {
+    // No grammar (the runner was given none), or a call that cannot listen: keys only.
+    const grammar = node.input.includes('speech') ? options.grammars?.get(nodeName) : undefined;
     for (let attempt = 0; ; attempt++) {
-      let digits = carried;
-      carried = '';
+      const input = await gatherInput(node, grammar);
+      const retry = attempt >= node.retries ? (node.onFail ?? '') : undefined;
+      if (input.kind === 'speech') {
+        const { heard } = input;
+        const chosen = heard.key ?? heard.digits;
+        const matched = chosen !== undefined && heard.confidence >= node.minConfidence;
+        const target = matched ? (node.branches[chosen] ?? node.otherwise) : node.otherwise;
+        emit('flow.node', nodeName, {
+          input: 'speech',
+          digits: matched ? chosen : '',
+          text: heard.text,
+          confidence: heard.confidence,
+          ...(target ? { next: target } : {}),
+        });
+        options.onGather?.({
+          node: nodeName,
+          input: 'speech',
+          digits: matched ? chosen : undefined,
+          text: heard.text,
+          words: heard.words,
+          confidence: heard.confidence,
+          latencyMs: heard.latencyMs,
+          next: target,
+        });
+        if (target !== undefined) return target;
+        if (retry !== undefined) return retry;
+        continue;
+      }
+      const { digits } = input;
+      const target = digits === '' ? undefined : (node.branches[digits] ?? node.otherwise);
+      emit('flow.node', nodeName, { digits, ...(target ? { next: target } : {}) });
+      if (digits !== '')
+        options.onGather?.({
+          node: nodeName,
+          input: 'dtmf',
+          digits,
+          text: undefined,
+          words: [],
+          confidence: undefined,
+          latencyMs: undefined,
+          next: target,
+        });
+      if (target !== undefined) return target;
+      if (retry !== undefined) return retry;
+    }
+  };
+
+  /**
+   * One attempt of a gather: its prompt, then the caller's answer. With speech the caller's next turn
+   * is listened for from before the prompt (a caller who talks over it is heard from the first
+   * syllable; a prompt that may not be cut is listened after), and a key still wins: the first key
+   * closes the listening and the keys are collected as without speech.
+   */
+  const gatherInput = async (node: GatherNode, grammar: MenuGrammar | undefined): Promise<GatherInput> => {
+    let digits = node.input.includes('dtmf') ? carried : '';
+    carried = '';
+    const scope = new AbortController();
+    const scoped = AbortSignal.any([signal, scope.signal]);
+    let listening: FlowListening | undefined;
+    const listen = (): FlowListening | undefined =>
+      grammar === undefined || digits !== '' ? undefined : call.listen?.(grammar, scoped);
+    try {
+      if (node.bargeIn) listening = listen();
       let firstWaitMs = node.timeoutMs;
       if (digits === '' && node.prompt !== undefined) {
         const said = await call.say(node.prompt, { ...voiceOf(node), interruptible: node.bargeIn });
         if (said.status === 'interrupted') firstWaitMs = Math.max(node.timeoutMs, flow.bargeInWaitMs);
       }
+      listening ??= listen();
+      if (digits === '') {
+        const first = await firstAnswer(node, firstWaitMs, listening);
+        if (first.kind === 'speech') return first;
+        if (first.kind === 'timeout' || first.digit === node.finishOnKey) return { kind: 'keys', digits: '' };
+        digits = first.digit;
+      }
+      listening?.close();
       while (digits.length < node.digits) {
-        const digit = await call.nextDigit(digits === '' ? firstWaitMs : node.timeoutMs, signal);
+        const digit = await call.nextDigit(node.timeoutMs, signal);
         if (digit === undefined) break;
         if (digit === node.finishOnKey) break;
         digits += digit;
       }
-      const target = digits === '' ? undefined : (node.branches[digits] ?? node.otherwise);
-      emit('flow.node', nodeName, { digits, ...(target ? { next: target } : {}) });
-      if (target !== undefined) return target;
-      if (attempt >= node.retries) return node.onFail ?? '';
+      return { kind: 'keys', digits };
+    } finally {
+      listening?.close();
+      scope.abort();
+    }
+  };
+
+  /**
+   * The caller's first answer: a key, their recognised turn, or `waitMs` of silence. A caller still in
+   * a turn when the wait runs out is waited for (a turn ends with the VAD's silence, or at its bound).
+   * A key where the node takes none is passed over, and the wait starts again.
+   */
+  const firstAnswer = async (
+    node: GatherNode,
+    waitMs: number,
+    listening: FlowListening | undefined,
+  ): Promise<FirstAnswer> => {
+    let extended = false;
+    for (;;) {
+      const round = new AbortController();
+      const key = call
+        .nextDigit(extended ? MAX_TURN_WAIT_MS : waitMs, AbortSignal.any([signal, round.signal]))
+        .then((digit): FirstAnswer => (digit === undefined ? { kind: 'timeout' } : { kind: 'digit', digit }));
+      let answer: FirstAnswer;
+      try {
+        answer = listening
+          ? await Promise.race([
+              key,
+              listening.heard.then((heard): FirstAnswer => ({ kind: 'speech', heard })),
+            ])
+          : await key;
+      } finally {
+        round.abort();
+        key.catch(() => undefined);
+      }
+      if (answer.kind === 'digit' && !node.input.includes('dtmf')) continue;
+      if (answer.kind === 'timeout' && listening?.busy && !extended) {
+        extended = true;
+        continue;
+      }
+      return answer;
     }
   };
 

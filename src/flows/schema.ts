@@ -1,12 +1,24 @@
 /**
- * IVR flows as declared in the config: named graphs of nodes that speak, collect DTMF digits, branch,
- * call a webhook and hang up. Validated once at start; a bad flow stops the process with a message
+ * IVR flows as declared in the config: named graphs of nodes that speak, collect DTMF digits or a
+ * spoken answer, branch, call a webhook and hang up. Validated once at start; a bad flow stops the process with a message
  * naming the flow and the node.
  */
 import { z } from 'zod';
+import { DEFAULT_MIN_CONFIDENCE } from '../recognition/recognizer.js';
 
 const nodeName = z.string().regex(/^[A-Za-z0-9_-]+$/, 'node names are letters, digits, _ and -');
 const digitKey = z.string().regex(/^[0-9*#A-D]+$/, 'branch keys are DTMF digits (0-9, *, #, A-D)');
+/**
+ * One spoken form of a branch: words (the recogniser's dictionary says which it knows; an unknown one
+ * stops the start, named), or a built-in set, `$yes` / `$no`.
+ */
+const spokenPhrase = z
+  .string()
+  .max(200)
+  .regex(
+    /^(?:\$yes|\$no|[\p{L}'-]+(?: [\p{L}'-]+)*)$/u,
+    'a spoken form is words (letters, apostrophes, hyphens; one space between words), or $yes / $no',
+  );
 
 /** What a node may say: the text, and how. */
 const speech = {
@@ -44,6 +56,29 @@ const gatherNode = z.strictObject({
   retries: z.number().int().min(0).max(10).default(2),
   /** After the retries are spent; default hang up. */
   onFail: nodeName.optional(),
+  /**
+   * What the caller may answer with: keys (`dtmf`), their voice (`speech`), or both. Default `[dtmf]`.
+   * With speech, the caller's next turn (cut by the barge-in VAD) is recognised against the node's
+   * grammar, heard from the first syllable even over the prompt; a key still wins.
+   */
+  input: z
+    .array(z.enum(['dtmf', 'speech']))
+    .min(1)
+    .max(2)
+    .refine((input) => new Set(input).size === input.length, 'names each input once')
+    .default(['dtmf']),
+  /** Spoken forms per branch, keyed like `branches`: `{ '1': [billing, my bill], '2': ['$yes'] }`. */
+  speech: z.record(digitKey, z.array(spokenPhrase).min(1).max(32)).optional(),
+  /**
+   * With speech: the keys' names ("three", "star", "pound", "four one five") count as pressing them.
+   * Default: true when the node has no spoken forms (`speech`), else false (mixed into a menu of
+   * phrases they make its choices less often right).
+   */
+  spokenDigits: z.boolean().optional(),
+  /** With speech: carrier words around a spoken form ("I'd like", "please") are allowed. Default true. */
+  carriers: z.boolean().default(true),
+  /** With speech: a recognition less confident than this is a no-match (the retry). */
+  minConfidence: z.number().min(0).max(1).default(DEFAULT_MIN_CONFIDENCE),
 });
 
 const webhookNode = z.strictObject({
@@ -143,9 +178,35 @@ export const flowSchema = z
               message: `has ${digits.length} digits but the node collects ${node.digits}`,
             });
         }
+        checkSpeech(node, at, ctx);
       }
     }
   });
+
+export type GatherNode = z.infer<typeof gatherNode>;
+
+/** A gather's spoken forms name its branches, and a gather that listens has something to hear. */
+function checkSpeech(node: GatherNode, at: Array<string | number>, ctx: z.RefinementCtx): void {
+  const listens = node.input.includes('speech');
+  if (node.speech === undefined) {
+    if (listens && node.spokenDigits === false)
+      ctx.addIssue({
+        code: 'custom',
+        path: [...at, 'speech'],
+        message: 'the node listens for speech but has no spoken forms, and spokenDigits is false',
+      });
+    return;
+  }
+  if (!listens)
+    ctx.addIssue({
+      code: 'custom',
+      path: [...at, 'speech'],
+      message: 'spoken forms need `input` to include speech',
+    });
+  for (const key of Object.keys(node.speech))
+    if (!(key in node.branches))
+      ctx.addIssue({ code: 'custom', path: [...at, 'speech', key], message: `names no branch "${key}"` });
+}
 
 export const flowsSchema = z.record(nodeName, flowSchema);
 

@@ -1,7 +1,8 @@
 /**
  * The caller's audio of one turn, for speech-to-text: a short rolling look-back while nobody talks,
  * everything from a turn's first onset (less a pre-roll) to its end, bounded. Given the caller's audio
- * as it arrives (any rate, with its inbound time), it answers a turn's audio at 16 kHz.
+ * as it arrives (any rate, with its inbound time), it answers a turn's audio at 16 kHz (or the rate
+ * asked for: a recogniser takes a phone's 8 kHz as it is).
  *
  * The bound is on the samples held, not only on their times: a gateway's timestamps are the peer's to
  * send, and audio whose times go backwards (or stand still) must not be kept for ever. A chunk that
@@ -15,6 +16,8 @@ export const TURN_SAMPLE_RATE = 16_000;
 export interface TurnRecorderOptions {
   /** The rate of the samples pushed. */
   sampleRate: number;
+  /** The rate of a turn's audio as `turnEnd` answers it. Default `TURN_SAMPLE_RATE` (speech-to-text's). */
+  outputRate?: number;
   /** Audio kept before a turn's onset: its first syllable's attack (ms). Default 300. */
   preRollMs?: number;
   /** Audio kept after its end (ms). Default 150. */
@@ -37,6 +40,7 @@ export class TurnRecorder {
   /** Where the audio pushed so far ends (ms), once some was. */
   private endMs: number | undefined;
   private readonly rate: number;
+  private readonly outputRate: number;
   private readonly preRollMs: number;
   private readonly tailMs: number;
   private readonly maxTurnMs: number;
@@ -46,6 +50,7 @@ export class TurnRecorder {
 
   constructor(options: TurnRecorderOptions) {
     this.rate = options.sampleRate;
+    this.outputRate = options.outputRate ?? TURN_SAMPLE_RATE;
     this.preRollMs = options.preRollMs ?? 300;
     this.tailMs = options.tailMs ?? 150;
     this.maxTurnMs = options.maxTurnMs ?? 30_000;
@@ -75,8 +80,17 @@ export class TurnRecorder {
     this.openFromMs ??= onsetMs - this.preRollMs;
   }
 
-  /** The turn ended: its audio at 16 kHz (with the tail that has arrived), and the recorder resets. */
+  /** The turn ended: its audio at the output rate (with the tail that has arrived), and the recorder resets. */
   turnEnd(turn: { startMs: number; endMs: number }): Int16Array {
+    return this.takeTurn(turn).samples;
+  }
+
+  /**
+   * The turn ended: its audio at the output rate (with the tail that has arrived) and the inbound time its first
+   * sample stands for (the onset less the pre-roll, or where the audio kept begins), and the recorder
+   * resets.
+   */
+  takeTurn(turn: { startMs: number; endMs: number }): { samples: Int16Array; fromMs: number } {
     const fromMs = Math.max(
       Math.min(this.openFromMs ?? Infinity, turn.startMs - this.preRollMs),
       turn.endMs + this.tailMs - this.maxTurnMs,
@@ -85,10 +99,12 @@ export class TurnRecorder {
     this.openFromMs = undefined;
     const parts: Int16Array[] = [];
     let length = 0;
+    let firstMs: number | undefined;
     for (const { atMs, samples } of this.chunks) {
       const first = Math.max(0, Math.round(((fromMs - atMs) * this.rate) / 1000));
       const last = Math.min(samples.length, Math.round(((toMs - atMs) * this.rate) / 1000));
       if (last <= first) continue;
+      firstMs ??= atMs + (first / this.rate) * 1000;
       parts.push(samples.subarray(first, last));
       length += last - first;
     }
@@ -98,6 +114,8 @@ export class TurnRecorder {
       joined.set(p, at);
       at += p.length;
     }
-    return this.rate === TURN_SAMPLE_RATE ? joined : resampleWhole(joined, this.rate, TURN_SAMPLE_RATE);
+    const samples =
+      this.rate === this.outputRate ? joined : resampleWhole(joined, this.rate, this.outputRate);
+    return { samples, fromMs: firstMs ?? fromMs };
   }
 }

@@ -46,6 +46,7 @@ const ui = {
   bargeIn: $('stat-barge-in'),
   heard: $('stat-heard'),
   utterances: $('stat-utterances'),
+  said: $('stat-said'),
   scope: $<HTMLCanvasElement>('scope'),
   flowMap: $<HTMLOListElement>('flow-map'),
   transcript: $<HTMLOListElement>('transcript'),
@@ -224,6 +225,9 @@ function onEvent(event: CallEvent): void {
     case 'dtmf':
       scope.mark({ kind: 'dtmf', slot: scope.slot, label: `key ${String(event['digit'])}` });
       return;
+    case 'gather.result':
+      if (event['input'] === 'speech') showRecognized(event);
+      return;
     case 'call.ended':
       setStatus('ended', `ended: ${String(event['reason'])}`);
       return;
@@ -253,6 +257,34 @@ function finishUtterance(id: string, result: UtteranceResultJson): void {
     ` · first frame ${ms(result.first_frame_ms)}` +
     (result.error?.message ? ` · ${result.error.message}` : '');
   entry.li.append(meta);
+}
+
+/**
+ * What a menu recognised the caller saying (a `gather.result` of `input: speech`): in the transcript on
+ * the caller's side, with the key it stood for (or no match), its confidence and how soon after the
+ * caller's turn ended it came; and as the last thing said.
+ */
+function showRecognized(event: CallEvent): void {
+  const text = typeof event['text'] === 'string' ? event['text'] : '';
+  const digits = typeof event['digits'] === 'string' ? event['digits'] : undefined;
+  const confidence = typeof event['confidence'] === 'number' ? event['confidence'] : undefined;
+  const next = typeof event['next'] === 'string' ? event['next'] : undefined;
+  const li = document.createElement('li');
+  li.dataset['status'] = 'heard';
+  li.dataset['matched'] = String(digits !== undefined);
+  li.append(document.createTextNode(text === '' ? '(nothing recognised)' : `“${text}”`));
+  const meta = document.createElement('span');
+  meta.className = 'meta';
+  meta.textContent =
+    `you · ${digits === undefined ? 'no match' : `key ${digits}`}` +
+    ` · confidence ${confidence === undefined ? '–' : confidence.toFixed(2)}` +
+    ` · ${ms(event['latency_ms'])} after your turn ended` +
+    (next === undefined ? '' : ` → ${next}`);
+  li.append(meta);
+  ui.transcript.prepend(li);
+  ui.said.textContent = digits === undefined ? 'no match' : `“${text}” → ${digits}`;
+  ui.said.title = meta.textContent;
+  scope.mark({ kind: 'dtmf', slot: scope.slot, label: text === '' ? 'said ?' : `said “${text}”` });
 }
 
 /**
@@ -294,7 +326,7 @@ async function startCall(): Promise<void> {
   scope.clear();
   ui.transcript.replaceChildren();
   ui.events.replaceChildren();
-  for (const el of [ui.firstAudio, ui.bargeIn]) {
+  for (const el of [ui.firstAudio, ui.bargeIn, ui.said]) {
     el.textContent = '–';
     delete el.dataset['ms'];
   }

@@ -1,7 +1,8 @@
 /**
  * The calls part: the media-stream endpoints (`/media/<gateway>`, on the server's upgrades) and the
  * control API at `/calls`, configured from `calls.*` and `flows`, with one voice-activity model for
- * every call's barge-in and one log line per call event.
+ * every call's barge-in, one recogniser for every call's spoken answers to a flow's gathers, and one log
+ * line per call event.
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -25,6 +26,7 @@ import { systemClock } from '../../speaker/clock.js';
 import type { PhraseCache } from '../../speaker/phrase-cache.js';
 import { SPEAKER_SAMPLE_RATE, type SpeechSource } from '../../speaker/segment-audio.js';
 import type { LoadedConfig } from '../config.js';
+import type { RecognitionPart } from './recognition.js';
 import type { Relays } from './relays.js';
 
 /** Sink rates of phone calls: G.711 (8 kHz) and wideband L16 (16 kHz). */
@@ -44,6 +46,8 @@ export interface CallsPartOptions {
   guard: UpgradeGuard;
   source: SpeechSource;
   cache: PhraseCache;
+  /** The recogniser for spoken answers to gathers, and the speakers' aligner (shared with Discord). */
+  recognition: RecognitionPart;
   /** The relay apps a flow's relay node hands a call to, with speech-to-text for prompts (shared with Discord). */
   relays: Relays;
   logger: Logger;
@@ -65,6 +69,16 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
       : undefined;
   const vad: DetectorSource | undefined =
     vadWorkers ?? (bargeIn.enabled ? inThreadDetectors(await SileroModel.load()) : undefined);
+  // Spoken answers to gathers are the VAD's turns: with barge-in off there are none to hear.
+  const listening = [...options.loaded.grammars].flatMap(([flow, nodes]) =>
+    [...nodes.keys()].map((n) => `${flow}.${n}`),
+  );
+  if (listening.length > 0 && vad === undefined)
+    logger.warn(
+      { gathers: listening },
+      'gathers listen for speech, but barge-in is off (calls.bargeIn.enabled): they take keys only',
+    );
+  const recognizer = listening.length > 0 && vad !== undefined ? options.recognition.recognizer : undefined;
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
   const calls = new MediaStreamServer({
@@ -79,6 +93,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
       bargeInResume: bargeIn.resume,
       defaultFlow: config.calls.defaultFlow ?? undefined,
       flows: config.flows,
+      grammars: options.loaded.grammars,
       protocolOptions: Object.fromEntries(
         Object.entries(config.calls.formats).map(([g, { l16ByteOrder, ...f }]) => [
           g,
@@ -113,6 +128,8 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
       stt: options.relays.stt,
       twilioAuthToken: secrets.twilioAuthToken,
     },
+    recognizer,
+    aligner: options.recognition.aligner,
     post: options.post,
   });
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));

@@ -18,6 +18,7 @@ import type { SpeechClient } from '../../speech/client.js';
 import { compiledModule } from '../../paths.js';
 import { TURN_SAMPLE_RATE } from '../../relay/turn-recorder.js';
 import type { LoadedConfig } from '../config.js';
+import type { RecognitionPart } from './recognition.js';
 import type { Relays } from './relays.js';
 
 /** Discord's rate, both ways: 48 kHz stereo. */
@@ -43,6 +44,8 @@ export async function startDiscord(options: {
   cache: PhraseCache;
   /** The relay apps a guild may be handed to, with speech-to-text for members' turns (shared with calls). */
   relays: Relays;
+  /** The speakers' aligner (the offline recogniser, shared with calls). */
+  recognition: Pick<RecognitionPart, 'aligner'>;
   logger: Logger;
   /** What each shard process needs besides this process's environment (`discord.shards`). */
   shardEnv?: ((shardId: number) => Record<string, string>) | undefined;
@@ -82,6 +85,7 @@ export async function startDiscord(options: {
     },
     source: options.client,
     cache: options.cache,
+    aligner: options.recognition.aligner,
     relays: options.relays,
     directory: {
       botUserId: () => bot?.userId,

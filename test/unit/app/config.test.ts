@@ -157,8 +157,8 @@ describe('loadConfig', () => {
     );
   });
 
-  it('ships a default flow that greets, then answers every key', () => {
-    const { config } = loadConfig({});
+  it('ships a default flow that greets, then answers every key, pressed or said', () => {
+    const { config, grammars } = loadConfig({});
     const flow = config.flows['default']!;
     expect(config.calls.defaultFlow).toBe('default');
     const greeting = flow.nodes[flow.start]!;
@@ -168,6 +168,33 @@ describe('loadConfig', () => {
     const branches = (menu as { branches: Record<string, string> }).branches;
     for (const key of '0123456789*#') expect(flow.nodes[branches[key]!]).toBeDefined();
     expect(flow.bargeInWaitMs).toBeGreaterThanOrEqual(5000);
+    // Its menu listens: saying a key's name works like pressing it, with the grammar built at load.
+    expect(menu).toMatchObject({ input: ['dtmf', 'speech'], carriers: false });
+    const grammar = grammars.get('default')?.get((greeting as { next: string }).next);
+    expect(grammar?.interpret('three')).toEqual({ key: undefined, digits: '3' });
+    expect(grammar?.interpret('star').digits).toBe('*');
+    expect(grammar?.interpret('pound').digits).toBe('#');
+    expect(config.calls.recognition).toEqual({ workers: 1 });
+  });
+
+  it('builds every speech gather’s grammar at load; a word the recogniser does not know is named', async () => {
+    const menu = (phrases: string): string =>
+      'flows:\n  shop:\n    start: m\n    nodes:\n' +
+      `      m: { type: gather, input: [dtmf, speech], branches: { '1': a, '2': a }, speech: { '1': [billing], '2': [${phrases}] } }\n` +
+      '      a: { type: hangup }\n';
+    const good = loadConfig({ VOXBRIDGE_CONFIG: await overlay(menu("'talk to support'")) });
+    expect(good.grammars.get('shop')?.get('m')?.interpret('talk to support').key).toBe('2');
+    expect(good.grammars.get('shop')?.get('a')).toBeUndefined();
+    const unknownWord = await overlay(menu('zxqvbnorf'));
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: unknownWord })).toThrow(ConfigError);
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: unknownWord })).toThrow(
+      /^invalid configuration: flows\.shop\.nodes\.m\.speech: .*zxqvbnorf/,
+    );
+    // Keys only: no grammar, nothing to start.
+    const keysOnly = await overlay(
+      "flows:\n  shop:\n    start: m\n    nodes:\n      m: { type: gather, branches: { '1': m } }\n",
+    );
+    expect(loadConfig({ VOXBRIDGE_CONFIG: keysOnly }).grammars.get('shop')).toBeUndefined();
   });
 
   it('fails on a bad flow with a message naming the flow and the node', async () => {
