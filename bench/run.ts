@@ -9,6 +9,7 @@ import { benchDiscord } from './discord.js';
 import { benchDiscordShards } from './discord-shards.js';
 import { benchEchoLines } from './echo-lines.js';
 import { benchEchoOffline } from './echo-offline.js';
+import { benchEngines } from './engines.js';
 import { benchHardening } from './hardening.js';
 import { benchMenus } from './menus.js';
 import { benchRelay } from './relay.js';
@@ -23,6 +24,7 @@ console.log(
 );
 const only = process.argv[2];
 if (!only || only === 'service') await benchService();
+if (!only || only === 'engines') await benchEngines();
 if (!only || only === 'speaker') await benchSpeaker();
 if (!only || only === 'vad') await benchVad();
 if (!only || only === 'barge-in') await benchBargeIn();

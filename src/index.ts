@@ -1,6 +1,7 @@
 /**
- * voxbridge as a library. The core never loads the embedded engine (GPL-3.0): the local speech service
- * is reachable only through `voxbridge`'s own process, or by importing `src/service` explicitly.
+ * voxbridge as a library. The core never loads the embedded engines (Flite, and eSpeak-NG, which is
+ * GPL-3.0): the local speech service is reachable only through `voxbridge`'s own process, or by
+ * importing `src/service` explicitly.
  */
 export { SpeechClient } from './speech/client.js';
 export type {

@@ -10,7 +10,7 @@
  *   words run together that is no time at all, and they all sit at the boundary;
  * - characters before the first word start at 0, those after the last word end with the audio.
  */
-import type { WordTiming } from './engine/protocol.js';
+import type { WordTiming } from './engine/engine.js';
 
 /** ElevenLabs' alignment, as it is sent: seconds, to the millisecond. */
 export interface AlignmentJson {

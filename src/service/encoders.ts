@@ -2,7 +2,7 @@ import { createMp3Encoder } from 'wasm-media-encoders';
 import { int16ToBytes } from '../audio/pcm.js';
 import { wavHeader } from '../audio/wav.js';
 import type { OutputFormat } from '../speech/formats.js';
-import { OUTPUT_SAMPLE_RATE } from './engine/protocol.js';
+import { OUTPUT_SAMPLE_RATE } from './engine/engine.js';
 
 /** Turns the engine's 24 kHz mono samples into one output format's bytes, chunk by chunk. */
 export interface AudioEncoder {

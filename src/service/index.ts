@@ -5,12 +5,14 @@ import { pino, type Logger } from 'pino';
 import type { Scope } from './auth.js';
 import type { RouteHandler } from '../http/http.js';
 import { KeyRing, type Principal, type ServiceKey } from './auth.js';
+import type { EngineDescriptor } from './engine/engine.js';
 import { EnginePool } from './engine/pool.js';
 import { sendServiceError, ServiceHttpError } from './http-errors.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import { handleSpeech } from './speech-route.js';
 import { handleAddVoice, handleListVoices, type VoiceLimits } from './voices-route.js';
 import { builtInVoices } from './voices/builtin.js';
+import { EngineCatalog } from './voices/language.js';
 import { VoiceStore } from './voices/store.js';
 
 export type { ServiceKey } from './auth.js';
@@ -18,7 +20,7 @@ export type { ServiceKey } from './auth.js';
 export interface LocalSpeechServiceOptions {
   dataDir: string;
   keys: readonly ServiceKey[];
-  /** Engine worker threads; 0 or unset = one per core. */
+  /** Engine worker threads (each with every engine that loads); 0 or unset = one per core. */
   workers?: number;
   /** Speech requests in flight per key, for keys that do not set their own `maxConcurrent`. */
   maxConcurrentPerKey?: number;
@@ -49,7 +51,12 @@ export class LocalSpeechService {
     private readonly limiter: ConcurrencyLimiter,
     private readonly voiceLimits: VoiceLimits,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.catalog = new EngineCatalog(pool.engines);
+  }
+
+  /** Which engines the workers loaded, for choosing the one that speaks a request. */
+  private readonly catalog: EngineCatalog;
 
   /** Voice uploads in progress, all keys together (bounded by `voiceLimits.maxConcurrentUploads`). */
   private readonly uploads = new ConcurrencyLimiter(1);
@@ -63,6 +70,10 @@ export class LocalSpeechService {
       maxBytes: voiceLimits.maxStoreBytes,
     });
     const pool = await EnginePool.start({ workers: options.workers || availableParallelism(), logger });
+    logger.info(
+      { engines: pool.engines.map((e) => e.id), unavailable: pool.unavailable.map((e) => e.id) },
+      `speech engines: ${pool.engines.map((e) => `${e.name} (${e.licence.spdx})`).join(', ')}`,
+    );
     return new LocalSpeechService(
       keys,
       pool,
@@ -71,6 +82,11 @@ export class LocalSpeechService {
       voiceLimits,
       logger,
     );
+  }
+
+  /** The engines this service speaks with: their voices, languages and licences. */
+  get engines(): readonly EngineDescriptor[] {
+    return this.pool.engines;
   }
 
   get engineStats(): Readonly<{ completed: number; cancelled: number }> {
@@ -152,6 +168,7 @@ export class LocalSpeechService {
       }
       const deps = {
         pool: this.pool,
+        engines: this.catalog,
         voices: this.voices,
         limiter: this.limiter,
         logger: this.logger,
@@ -171,6 +188,7 @@ export class LocalSpeechService {
     }
     const voiceDeps = {
       voices: this.voices,
+      engines: this.catalog,
       limits: this.voiceLimits,
       uploads: this.uploads,
       logger: this.logger,

@@ -11,7 +11,6 @@ import {
   DEFAULT_MODEL_ID,
   TEXT_MAX_CHARS,
   textLength,
-  VOICE_SETTING_RANGES,
   type VoiceSettings,
 } from '../speech/limits.js';
 import type { Principal } from './auth.js';
@@ -22,7 +21,8 @@ import { WHOLE_BODY_MEMORY_BYTES, write } from './speech-body.js';
 import { streamWithTimestamps, TIMESTAMPS_CONTENT_TYPE, wholeWithTimestamps } from './timestamps-route.js';
 import type { ConcurrencyLimiter } from './limiter.js';
 import { MODEL_IDS } from './models.js';
-import type { EngineVoiceParams } from './voices/params.js';
+import { chooseEngine, LANGUAGE_CODE, type EngineCatalog } from './voices/language.js';
+import { applySettings } from './voices/params.js';
 import type { VoiceStore } from './voices/store.js';
 
 /** A 5000-character text in JSON with escapes and settings stays far below this. */
@@ -31,6 +31,8 @@ const RETRY_AFTER_SECONDS = 1;
 
 export interface SpeechRouteDeps {
   readonly pool: EnginePool;
+  /** The engines the pool's workers loaded: which one speaks a request. */
+  readonly engines: EngineCatalog;
   readonly voices: VoiceStore;
   readonly limiter: ConcurrencyLimiter;
   readonly logger: Logger;
@@ -43,6 +45,16 @@ interface SpeechInput {
   format: OutputFormat;
   modelId: string;
   settings: VoiceSettings;
+  /** ElevenLabs' `language_code`: the language to speak in, when not the voice's own. */
+  languageCode: string | undefined;
+}
+
+/** `language_code`: absent, null, or a language tag (`en`, `de`, `pt-BR`). */
+function checkLanguageCode(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string' || !LANGUAGE_CODE.test(value))
+    throw badRequest('language_code must be a language code such as "en", "de" or "pt-BR"', 'language_code');
+  return value;
 }
 
 async function parseInput(req: IncomingMessage, url: URL): Promise<SpeechInput> {
@@ -97,23 +109,7 @@ async function parseInput(req: IncomingMessage, url: URL): Promise<SpeechInput> 
     format,
     modelId,
     settings: (b['voice_settings'] as VoiceSettings | null | undefined) ?? {},
-  };
-}
-
-/**
- * How the vendor's settings move a parametric engine: `speed` scales the speaking rate; lower
- * `stability` and higher `style` widen the pitch range (livelier intonation). `similarity_boost` and
- * `use_speaker_boost` are accepted and have no effect here.
- */
-export function applySettings(base: EngineVoiceParams, settings: VoiceSettings): EngineVoiceParams {
-  const speed = settings.speed ?? VOICE_SETTING_RANGES.speed.default;
-  const stability = settings.stability ?? VOICE_SETTING_RANGES.stability.default;
-  const style = settings.style ?? VOICE_SETTING_RANGES.style.default;
-  const range = base.range * (1.5 - stability) + style * 30;
-  return {
-    ...base,
-    rateWpm: Math.round(Math.min(450, Math.max(80, base.rateWpm * speed))),
-    range: Math.round(Math.min(99, Math.max(0, range))),
+    languageCode: checkLanguageCode(b['language_code']),
   };
 }
 
@@ -141,6 +137,9 @@ export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRe
   // Another key's voice is as invisible as a missing one: its existence is not disclosed.
   if (!voice || (voice.owner !== null && voice.owner !== principal.owner))
     throw new ServiceHttpError(404, 'voice_not_found', `voice ${voiceId} was not found`, 'voice_id');
+  const choice = chooseEngine(voice, input.languageCode, deps.engines);
+  if (!choice.ok)
+    throw badRequest(choice.message, input.languageCode === undefined ? 'voice_id' : 'language_code');
   const release = deps.limiter.tryAcquire(principal.id, principal.maxConcurrent);
   if (!release)
     throw new ServiceHttpError(
@@ -159,7 +158,7 @@ export async function handleSpeech(deps: SpeechRouteDeps, request: SpeechRouteRe
   };
   res.on('close', onClose);
   try {
-    const params = applySettings(voice.engine, input.settings);
+    const params = applySettings(choice.params, input.settings);
     const encoder = await createEncoder(input.format, streamed);
     const headers = {
       'content-type': timestamps ? TIMESTAMPS_CONTENT_TYPE : FORMAT_INFO[input.format].contentType,

@@ -16,7 +16,7 @@ import type { OutputFormat } from '../speech/formats.js';
 import { CharacterTimeline, emptyAlignment, type AlignmentJson } from './character-timeline.js';
 import { streamedWavHeader, wholeWavHeader, type AudioEncoder } from './encoders.js';
 import type { TimedAudio } from './engine/pool.js';
-import { OUTPUT_SAMPLE_RATE } from './engine/protocol.js';
+import { OUTPUT_SAMPLE_RATE } from './engine/engine.js';
 import { WHOLE_BODY_MEMORY_BYTES, write } from './speech-body.js';
 
 /** What ElevenLabs declares for both: JSON (the stream being JSON objects one per line). */

@@ -6,7 +6,8 @@ import { badRequest, ServiceHttpError } from './http-errors.js';
 import type { ConcurrencyLimiter } from './limiter.js';
 import { analyzeSamples } from './voices/analyze-samples.js';
 import { UnsupportedSampleError } from './voices/decode.js';
-import { deriveEngineParams } from './voices/params.js';
+import { LANGUAGE_CODE, type EngineCatalog } from './voices/language.js';
+import { deriveVoiceParams, type VoiceEngines } from './voices/params.js';
 import { VoiceStoreFullError, type StoredVoice, type VoiceStore } from './voices/store.js';
 import { receiveUpload, storeFull, type UploadLimits } from './voices/upload.js';
 
@@ -19,6 +20,8 @@ export interface VoiceLimits extends UploadLimits {
 
 export interface VoicesRouteDeps {
   readonly voices: VoiceStore;
+  /** Which engines are here: a voice whose `language` label is not English is made on eSpeak-NG. */
+  readonly engines: EngineCatalog;
   readonly limits: VoiceLimits;
   /** Uploads in progress, counted under one key: the bound is the machine's, not a client's. */
   readonly uploads: ConcurrencyLimiter;
@@ -201,6 +204,28 @@ export async function handleAddVoice(
   sendJson(res, 200, { voice_id: voice.voice_id, requires_verification: false }, { 'request-id': requestId });
 }
 
+/**
+ * A voice speaks Flite's English unless its `language` label names a language Flite lacks and eSpeak
+ * has: then it is an eSpeak voice in that language (same pitch and pace either way).
+ */
+function voiceEngines(
+  derived: VoiceEngines,
+  language: string | undefined,
+  engines: EngineCatalog,
+): VoiceEngines {
+  if (
+    language === undefined ||
+    !LANGUAGE_CODE.test(language) ||
+    /^en(-|$)/i.test(language) ||
+    !derived.espeak
+  )
+    return derived;
+  const espeakLanguage = engines.has('espeak-ng') ? engines.espeakLanguage(language) : undefined;
+  if (espeakLanguage === undefined) return derived;
+  const espeak = { ...derived.espeak, language: espeakLanguage };
+  return { engine: espeak, espeak };
+}
+
 async function addVoice(
   deps: VoicesRouteDeps,
   fields: ReadonlyMap<string, string>,
@@ -220,13 +245,15 @@ async function addVoice(
     if (error instanceof UnsupportedSampleError) throw badRequest(error.message, 'files', 'invalid_audio');
     throw error;
   }
+  const engines = voiceEngines(deriveVoiceParams(analyses), labels['language'], deps.engines);
   try {
     return await deps.voices.add({
       name,
       owner: principal.owner,
       description: fields.get('description') || null,
       labels,
-      engine: deriveEngineParams(analyses),
+      engine: engines.engine,
+      espeak: engines.espeak,
       files,
     });
   } catch (error) {

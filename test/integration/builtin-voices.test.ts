@@ -1,19 +1,20 @@
 /**
  * The built-in cast, through the local service: every key sees it as premade voices with labels, each
- * is a voice the engine really has, and each sounds unlike every other while speaking at a pace a
- * listener can follow.
+ * is a voice the engines really have (Flite's, and eSpeak-NG's for other languages), and each sounds
+ * unlike every other while speaking at a pace a listener can follow.
  */
 import Init from '@echogarden/espeak-ng-emscripten';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { concatInt16 } from '../../src/audio/pcm.js';
+import { FliteEngine } from '../../src/service/engine/flite/engine.js';
+import type { FliteVoiceParams } from '../../src/service/engine/voice-params.js';
 import { analyzeSpeech } from '../../src/service/voices/analyze.js';
 import { BUILT_IN_VOICE_ID, BUILT_IN_VOICE_IDS, builtInVoices } from '../../src/service/voices/builtin.js';
-import { MAX_DERIVED_RATE_WPM, MIN_DERIVED_RATE_WPM } from '../../src/service/voices/params.js';
-import { espeakSpeech } from '../../testkit/audio.js';
+import { MAX_DERIVED_RATE, MIN_DERIVED_RATE } from '../../src/service/voices/flite-params.js';
 import { spectralCentroidHz } from '../../testkit/spectrum.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
 
 const SERVICE_RATE = 24_000;
-const ENGINE_RATE = 22_050;
 /** Voiced and voiceless sounds, stressed and unstressed syllables, a clause pause: about 5 s of speech. */
 const SENTENCE =
   'The old bridge creaks as the travellers cross the river at dawn, and the ferryman counts their coins.';
@@ -121,18 +122,30 @@ describe('the built-in voices', () => {
     }
   });
 
-  it("are voices the engine has: each language in list_voices(), each variant in the engine's data", async () => {
+  it("are voices the engines have: Flite's own voices, and for other languages eSpeak's languages and variants", async () => {
+    const engines = t.app.service!.engines;
+    const flite = engines.find((e) => e.id === 'flite')!;
+    expect(flite.licence.copyleft).toBe(false);
+    for (const { voice_id, engine: params } of builtInVoices()) {
+      expect(params.engine, voice_id).toBe('flite');
+      const fliteVoice = (params as FliteVoiceParams).voice;
+      expect(
+        flite.voices.map((v) => v.id),
+        `${voice_id}: Flite voice ${fliteVoice}`,
+      ).toContain(fliteVoice);
+    }
     const module = await Init();
     const engine = new module.eSpeakNGWorker();
     const languages = new Set(engine.list_voices().flatMap((v) => v.languages.map((l) => l.name)));
     // eSpeak falls back to its plain voice, silently, for a variant it does not have: look for the file.
     const fs = (module as unknown as { FS: { analyzePath(path: string): { exists: boolean } } }).FS;
-    for (const { voice_id, engine: params } of builtInVoices()) {
-      expect(languages.has(params.language), `${voice_id}: language ${params.language}`).toBe(true);
-      expect(engine.set_voice(params.language), `${voice_id}: set_voice(${params.language})`).toBe(0);
+    for (const { voice_id, espeak } of builtInVoices()) {
+      expect(espeak, voice_id).toBeDefined();
+      expect(languages.has(espeak!.language), `${voice_id}: language ${espeak!.language}`).toBe(true);
+      expect(engine.set_voice(espeak!.language), `${voice_id}: set_voice(${espeak!.language})`).toBe(0);
       expect(
-        fs.analyzePath(`/usr/share/espeak-ng-data/voices/!v/${params.variant}`).exists,
-        `${voice_id}: variant ${params.variant}`,
+        fs.analyzePath(`/usr/share/espeak-ng-data/voices/!v/${espeak!.variant}`).exists,
+        `${voice_id}: variant ${espeak!.variant}`,
       ).toBe(true);
     }
   });
@@ -148,12 +161,21 @@ describe('the built-in voices', () => {
         seconds: samples.length / SERVICE_RATE,
       });
     }
-    // The engine's normal pace: the band params.ts keeps voices made from samples in (slower, eSpeak
-    // drawls; faster, syllables run together), measured as the sentence's length in its default voice.
-    const secondsAt = async (rateWpm: number): Promise<number> =>
-      (await espeakSpeech(SENTENCE, 'en-us+m3', 50, rateWpm)).length / ENGINE_RATE;
-    const longest = await secondsAt(MIN_DERIVED_RATE_WPM);
-    const shortest = await secondsAt(MAX_DERIVED_RATE_WPM);
+    // The engine's normal pace: the band flite-params.ts keeps voices made from samples in (slower,
+    // Flite drawls; faster, syllables run together), measured as the sentence's length in the default
+    // voice, through the same engine in this thread.
+    const flite = await FliteEngine.load();
+    const secondsAt = (rate: number): number => {
+      const parts: Int16Array[] = [];
+      const voice = builtInVoices()[0]!.engine as FliteVoiceParams;
+      flite.synthesize(SENTENCE, { ...voice, rate }, false, {
+        audio: (samples) => parts.push(samples) > 0,
+        words: () => undefined,
+      });
+      return concatInt16(parts).length / SERVICE_RATE;
+    };
+    const longest = secondsAt(MIN_DERIVED_RATE);
+    const shortest = secondsAt(MAX_DERIVED_RATE);
 
     const pairs: string[] = [];
     let closest = { score: Infinity, text: '' };
@@ -177,7 +199,7 @@ describe('the built-in voices', () => {
           (m) =>
             `${m.voiceId.padEnd(20)}  ${m.f0Hz.toFixed(1).padStart(6)} Hz  ${m.centroidHz.toFixed(0).padStart(5)} Hz  ${m.seconds.toFixed(2)} s`,
         ),
-        `normal length: ${shortest.toFixed(2)}–${longest.toFixed(2)} s (${MAX_DERIVED_RATE_WPM}–${MIN_DERIVED_RATE_WPM} wpm)`,
+        `normal length: ${shortest.toFixed(2)}–${longest.toFixed(2)} s (rate ${MAX_DERIVED_RATE}–${MIN_DERIVED_RATE})`,
         `closest pair: ${closest.text}`,
       ].join('\n'),
     );

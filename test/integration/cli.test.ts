@@ -339,11 +339,12 @@ describe('voxbridge call', () => {
     expect(wav.samples.length / 8000).toBeGreaterThan(7.5);
     expect(wav.samples.length / 8000).toBeLessThan(8.6);
     expect(voicedMs(wav.samples.subarray(0, 8000), 8000)).toBeGreaterThan(300);
-    expect(voicedMs(wav.samples, 8000)).toBeGreaterThan(2500);
+    // (Flite's default voice voices about 2.3 s of the 8 s; eSpeak's about 3 s.)
+    expect(voicedMs(wav.samples, 8000)).toBeGreaterThan(1800);
     // The player got the same audio, as a WAV stream.
     const heard = parseWav(await readFile(played));
     expect(heard.sampleRate).toBe(8000);
-    expect(voicedMs(heard.samples, 8000)).toBeGreaterThan(2500);
+    expect(voicedMs(heard.samples, 8000)).toBeGreaterThan(1800);
   });
 
   it('without the media token the server refuses it: exit 1, saying which token', async () => {

@@ -127,7 +127,9 @@ describe('the local service, /with-timestamps', () => {
     const jerry = chars.indexOf('J');
     const cats = chars.indexOf('c');
     const then = chars.indexOf('T', 1);
-    expect(start(jerry)).toBeGreaterThan(start(chars.indexOf('&')));
+    // Flite may leave "&" unsaid between two names: then it has no time of its own, at Jerry's start.
+    expect(start(jerry)).toBeGreaterThanOrEqual(start(chars.indexOf('&')));
+    expect(start(jerry)).toBeGreaterThan(start(chars.indexOf('m')));
     expect(start(cats)).toBeGreaterThan(start(jerry));
     expect(start(then)).toBeGreaterThan(start(chars.indexOf('😀')));
   });
@@ -135,12 +137,12 @@ describe('the local service, /with-timestamps', () => {
   it('starts a word after a long pause where its sound starts, and leaves the pause to the punctuation', async () => {
     const { audio, alignment } = await whole(PAUSED);
     const [pauseStart, pauseEnd] = longestPause(samplesOf(audio));
-    // eSpeak's pause after "here;" is a quarter of a second of digital silence.
+    // The pause after "here;" (the sentence break before it is shorter) is near-silence: Flite's `pau`.
     expect(pauseEnd - pauseStart).toBeGreaterThan(150);
     const ms = (s: number): number => s * 1000;
     const many = PAUSED.indexOf('many');
     const semicolon = PAUSED.indexOf(';');
-    // 25 ms: 5 ms analysis frames, eSpeak's marks rounded to 1 ms, the resampler's centred kernel
+    // 25 ms: 5 ms analysis frames, Flite's segment times (in 5 ms frames), the resampler's centred kernel
     // blurring an onset by a few ms; "m" is voiced from its first instant (unlike a stop's silent closure).
     expect(Math.abs(ms(alignment.character_start_times_seconds[many]!) - pauseEnd)).toBeLessThanOrEqual(25);
     expect(
@@ -225,9 +227,16 @@ describe('the local service, /stream/with-timestamps', () => {
       all.character_end_times_seconds.push(...o.alignment.character_end_times_seconds);
     }
     expectSane(all, TRICKY, sentMs);
-    // Characters arrive as the audio does, not all at the end.
-    const firstHalf = objects.slice(0, Math.floor(objects.length / 2));
-    expect(firstHalf.reduce((n, o) => n + o.alignment.characters.length, 0)).toBeGreaterThan(10);
+    // Characters arrive as the audio does, not all at the end: Flite times a piece (a sentence here)
+    // once it has made it, so the first sentence's words come with its last audio, before the second
+    // sentence's (its full stop waits for the next word: it shares the pause before it).
+    const firstSentence = Array.from(TRICKY.slice(0, TRICKY.indexOf('café') + 'café'.length)).length;
+    const lastOfFirst = objects.findIndex(
+      (_, i) =>
+        objects.slice(0, i + 1).reduce((n, o) => n + o.alignment.characters.length, 0) >= firstSentence,
+    );
+    expect(lastOfFirst).toBeGreaterThanOrEqual(0);
+    expect(lastOfFirst).toBeLessThan(objects.length - 5);
   });
 
   it('streams WAV with its streaming header first, and MP3', async () => {
@@ -310,8 +319,8 @@ describe('our client with timestamps on', () => {
       const plainStream = await plain.stream(request);
       expect(plainStream.alignment).toBeUndefined();
       for await (const chunk of plainStream) plainBytes += chunk.byteLength;
-      // eSpeak varies each rendering by a few ms (measured: ±0.5 %), so the same text is not the
-      // same number of bytes twice, with or without timings.
+      // The same audio with or without timings (Flite is deterministic; eSpeak varies each rendering by
+      // a few ms, ±0.5 %, so a little slack).
       expect(Math.abs(timedBytes - plainBytes) / plainBytes).toBeLessThan(0.02);
     } finally {
       await Promise.all([timed.close(), plain.close()]);

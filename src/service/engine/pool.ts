@@ -2,16 +2,17 @@ import type { Logger } from 'pino';
 import { AsyncQueue } from '../../async/queue.js';
 import { WorkerPool, type WorkerJob } from '../../async/worker-pool.js';
 import { compiledModule } from '../../paths.js';
-import type { EngineVoiceParams } from '../voices/params.js';
+import { OUTPUT_SAMPLE_RATE, type EngineDescriptor, type EngineId, type WordTiming } from './engine.js';
+import type { EngineUnavailable } from './engines.js';
 import {
   CANCEL_SLOT,
-  OUTPUT_SAMPLE_RATE,
+  type EngineWorkerReady,
   type FromWorker,
   type SynthJob,
   type ToWorker,
-  type WordTiming,
 } from './protocol.js';
 import { pieceOffsets, splitForEngine } from './sentences.js';
+import type { VoiceParams } from './voice-params.js';
 
 export class EngineError extends Error {
   override readonly name = 'EngineError';
@@ -20,8 +21,8 @@ export class EngineError extends Error {
 /**
  * Chunks of one job's audio the consumer has not pulled yet, at most. The worker cannot be paused
  * mid-piece, so the bound is the audio of one text piece: `PIECE_MAX_CHARS` of text is under a minute
- * of speech even at eSpeak's slowest rate, and this is ~100 s of ~100 ms chunks. A job past it is
- * broken, not slow, and is failed.
+ * of speech even at an engine's slowest rate, and this is ~100 s of ~100 ms chunks (every engine
+ * hands its audio out in chunks of about that size). A job past it is broken, not slow, and is failed.
  */
 const MAX_QUEUED_CHUNKS = 1024;
 /**
@@ -55,10 +56,27 @@ export interface TimedAudio {
 const NO_SAMPLES = new Int16Array(0);
 
 export interface EnginePoolOptions {
-  /** Worker threads, one engine each. */
+  /** Worker threads, each with one instance of every engine that loads. */
   workers: number;
   logger?: Logger | undefined;
 }
+
+/**
+ * What each engine says first, in every worker: the first syntheses of a process are slow (the
+ * WebAssembly is compiled function by function as it is first called, and optimized once it runs
+ * hot). Flite's diphone voice (the default) and one of its recorded voices take different paths
+ * through it.
+ */
+const WARM_TEXT = 'Warming up: the quick brown fox jumps over the lazy dog, 23 times.';
+const WARM_VOICES: Readonly<Record<EngineId, readonly VoiceParams[]>> = {
+  flite: [
+    { engine: 'flite', voice: 'kal16', f0Hz: 95, f0RangeHz: 11, rate: 1 },
+    { engine: 'flite', voice: 'rms', f0Hz: 98, f0RangeHz: 24, rate: 1 },
+  ],
+  'espeak-ng': [
+    { engine: 'espeak-ng', language: 'en-us', variant: 'm3', pitch: 50, range: 50, rateWpm: 175 },
+  ],
+};
 
 /**
  * A fixed set of engine workers fed from one queue. A request synthesizes its text piece by piece, one
@@ -71,16 +89,20 @@ export class EnginePool {
   readonly stats = { completed: 0, cancelled: 0 };
 
   private constructor(
-    private readonly workers: WorkerPool<ToWorker, FromWorker>,
+    private readonly workers: WorkerPool<ToWorker, FromWorker, EngineWorkerReady>,
     /** Each worker's cancel slot (protocol.ts), by its slot in `workers`. */
     private readonly cancels: readonly Int32Array[],
+    /** The engines every worker loaded, and those it could not (the same in every worker). */
+    readonly engines: readonly EngineDescriptor[],
+    readonly unavailable: readonly EngineUnavailable[],
   ) {}
 
   /** Starts the workers and warms each engine (the first synthesis of a process is slow). */
   static async start(options: EnginePoolOptions): Promise<EnginePool> {
     const count = Math.max(1, options.workers);
     const cancels = Array.from({ length: count }, () => new Int32Array(new SharedArrayBuffer(4)));
-    const workers = await WorkerPool.start<ToWorker, FromWorker>({
+    let ready: EngineWorkerReady | undefined;
+    const workers = await WorkerPool.start<ToWorker, FromWorker, EngineWorkerReady>({
       // The worker runs compiled JavaScript, also when this file runs from source under the test runner.
       module: compiledModule('service/engine/worker.js'),
       name: 'engine worker',
@@ -89,21 +111,22 @@ export class EnginePool {
       workerData: (slot) => ({ cancel: cancels[slot]!.buffer }),
       maxQueuedJobs: MAX_QUEUED_JOBS,
       logger: options.logger,
+      onReady: (_slot, message) => {
+        ready ??= message;
+      },
     });
-    const pool = new EnginePool(workers, cancels);
-    const warmVoice: EngineVoiceParams = {
-      language: 'en-us',
-      variant: 'm3',
-      pitch: 50,
-      range: 50,
-      rateWpm: 175,
-    };
+    const pool = new EnginePool(workers, cancels, ready!.engines, ready!.unavailable);
+    for (const { id, reason } of pool.unavailable)
+      options.logger?.info({ engine: id }, `speech engine ${id} is not available: ${reason}`);
     try {
       await Promise.all(
         cancels.map(async () => {
-          for await (const _ of pool.synthesize('Warming up.', warmVoice, AbortSignal.timeout(30_000))) {
-            /* discard */
-          }
+          for (const engine of pool.engines)
+            for (const voice of WARM_VOICES[engine.id])
+              // With timings: the path of voxbridge's own requests (Flite's token pass included).
+              for await (const _ of pool.synthesizeTimed(WARM_TEXT, voice, AbortSignal.timeout(30_000))) {
+                /* discard */
+              }
         }),
       );
     } catch (error) {
@@ -122,8 +145,13 @@ export class EnginePool {
     return this.workers.size;
   }
 
+  /** The engine, if the workers loaded it. */
+  engine(id: EngineId): EngineDescriptor | undefined {
+    return this.engines.find((e) => e.id === id);
+  }
+
   /** Speech for `text` as 24 kHz mono chunks, piece by piece. Aborting stops synthesis within a chunk. */
-  async *synthesize(text: string, voice: EngineVoiceParams, signal: AbortSignal): AsyncGenerator<Int16Array> {
+  async *synthesize(text: string, voice: VoiceParams, signal: AbortSignal): AsyncGenerator<Int16Array> {
     const pieces = splitForEngine(text);
     for (let i = 0; i < pieces.length; i++) {
       for await (const item of this.run(pieces[i]!, voice, i === 0, false, signal))
@@ -136,11 +164,7 @@ export class EnginePool {
    * (code points), times from the first sample of the whole audio. Words still unfinished at the last
    * chunk come with an empty one.
    */
-  async *synthesizeTimed(
-    text: string,
-    voice: EngineVoiceParams,
-    signal: AbortSignal,
-  ): AsyncGenerator<TimedAudio> {
+  async *synthesizeTimed(text: string, voice: VoiceParams, signal: AbortSignal): AsyncGenerator<TimedAudio> {
     const pieces = splitForEngine(text);
     const offsets = pieceOffsets(text, pieces);
     let samplesBefore = 0;
@@ -170,7 +194,7 @@ export class EnginePool {
   /** One piece as one job: what it produces, until it ends. */
   private async *run(
     piece: string,
-    voice: EngineVoiceParams,
+    voice: VoiceParams,
     first: boolean,
     timings: boolean,
     signal: AbortSignal,
@@ -197,7 +221,7 @@ export class EnginePool {
   }
 
   /** Queues one piece (the first of a request ahead of the others). */
-  private enqueue(text: string, voice: EngineVoiceParams, first: boolean, timings: boolean): Job {
+  private enqueue(text: string, voice: VoiceParams, first: boolean, timings: boolean): Job {
     const chunks = new AsyncQueue<Int16Array | WordBatch>(
       // At most one batch of words per chunk of audio, and one more at the end.
       timings ? 2 * MAX_QUEUED_CHUNKS + 1 : MAX_QUEUED_CHUNKS,

@@ -1,38 +1,34 @@
 /** Messages between the engine pool (main thread) and an engine worker thread. */
-import type { EngineVoiceParams } from '../voices/params.js';
-
-export const ENGINE_SAMPLE_RATE = 22_050;
-export const OUTPUT_SAMPLE_RATE = 24_000;
+import type { EngineDescriptor, WordTiming } from './engine.js';
+import type { EngineUnavailable } from './engines.js';
+import type { VoiceParams } from './voice-params.js';
 
 export interface SynthJob {
   readonly type: 'synth';
   readonly jobId: number;
   readonly text: string;
-  readonly voice: EngineVoiceParams;
+  /** Names the engine (`voice.engine`) and how it speaks. */
+  readonly voice: VoiceParams;
   /** Also report when each word is spoken (`words` messages); off for plain speech, which needs none. */
   readonly timings: boolean;
 }
 
-/**
- * When one word is spoken. Positions are code points of the text synthesized (end exclusive); times are
- * milliseconds from that text's first sample. `endMs` is where the word's sound stops, before any pause
- * that follows it (docs/speech-service.md, "Character timings").
- */
-export interface WordTiming {
-  readonly start: number;
-  readonly end: number;
-  readonly startMs: number;
-  readonly endMs: number;
-}
-
 export type ToWorker = SynthJob;
 
-/** A job's messages; the worker's first message, before any job, is `{ type: 'ready' }`. */
+/** A worker's first message, before any job: the engines it loaded, and those it could not. */
+export interface EngineWorkerReady {
+  readonly type: 'ready';
+  readonly engines: readonly EngineDescriptor[];
+  readonly unavailable: readonly EngineUnavailable[];
+}
+
+/** A job's messages. */
 export type FromWorker =
   | { readonly type: 'audio'; readonly jobId: number; readonly samples: Int16Array }
   /**
-   * Words the engine finished (their sound and the pause after them) in the callback that also produced
-   * the next `audio` message, sent ahead of it; the last ones of a job may come after its last audio.
+   * Words the engine finished, sent ahead of the audio they came with when the engine knows them
+   * early (eSpeak), or with the piece's last audio (Flite, which knows them once it has made it all);
+   * the last ones of a job may come after its last audio.
    */
   | { readonly type: 'words'; readonly jobId: number; readonly words: readonly WordTiming[] }
   | { readonly type: 'done'; readonly jobId: number; readonly cancelled: boolean }
@@ -40,7 +36,7 @@ export type FromWorker =
 
 /**
  * Shared between the pool and one worker: slot 0 holds the id of the job the pool wants stopped. The
- * worker's synthesis loop is synchronous, so it cannot receive a message mid-job; it polls this slot
- * from eSpeak's callback instead (every ~100 ms of audio, i.e. well under a millisecond of work).
+ * worker's synthesis is synchronous, so it cannot receive a message mid-job; the engine's output
+ * polls this slot instead (every chunk of audio, i.e. well under a millisecond of work).
  */
 export const CANCEL_SLOT = 0;

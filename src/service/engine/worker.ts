@@ -1,75 +1,98 @@
 /**
- * One eSpeak-NG instance on its own thread. Synthesis is synchronous and would block the HTTP server,
- * so it runs here; audio goes back in ~100 ms chunks as eSpeak produces them, already resampled from
- * eSpeak's 22 050 Hz to the service's 24 000 Hz.
+ * One engine thread: an instance of every engine that loads (`engines.ts`), one job at a time, each
+ * handed to the engine its voice names. Synthesis is synchronous and would block the HTTP server, so it
+ * runs here; audio goes back as the engine produces it, at 24 kHz, after the voice's effect, if any.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import Init from '@echogarden/espeak-ng-emscripten';
-import { Resampler } from '../../audio/resampler.js';
+import { Whisperer } from '../../audio/whisper.js';
+import {
+  OUTPUT_SAMPLE_RATE,
+  type EngineId,
+  type SpeechEngine,
+  type SynthesisOutput,
+  type WordTiming,
+} from './engine.js';
+import { loadEngines } from './engines.js';
 import {
   CANCEL_SLOT,
-  ENGINE_SAMPLE_RATE,
-  OUTPUT_SAMPLE_RATE,
+  type EngineWorkerReady,
   type FromWorker,
+  type SynthJob,
   type ToWorker,
-  type WordTiming,
 } from './protocol.js';
-import { escapeSsml } from './ssml.js';
-import { WordMarks } from './word-marks.js';
 
 const port = parentPort;
 if (!port) throw new Error('engine worker must run in a worker thread');
 const cancel = new Int32Array((workerData as { cancel: SharedArrayBuffer }).cancel);
 
-const engine = new (await Init()).eSpeakNGWorker();
-const resampler = new Resampler({ inputRate: ENGINE_SAMPLE_RATE, outputRate: OUTPUT_SAMPLE_RATE });
+const { engines, unavailable } = await loadEngines();
+const byId = new Map<EngineId, SpeechEngine>(engines.map((e) => [e.descriptor.id, e]));
+const whisperer = new Whisperer(OUTPUT_SAMPLE_RATE);
 
-function post(message: FromWorker | { type: 'ready' }): void {
+function post(message: FromWorker | EngineWorkerReady): void {
   if (message.type === 'audio') port!.postMessage(message, [message.samples.buffer as ArrayBuffer]);
   else port!.postMessage(message);
 }
 
-function postWords(jobId: number, words: WordTiming[]): void {
-  if (words.length > 0) post({ type: 'words', jobId, words });
-}
-
-function run(job: Extract<ToWorker, { type: 'synth' }>): void {
-  const v = job.voice;
-  engine.set_voice(`${v.language}+${v.variant}`);
-  engine.rate = v.rateWpm;
-  engine.pitch = v.pitch;
-  engine.range = v.range;
-  resampler.reset();
-  // Only a request for timings pays for them (reading the events, one backward scan of the samples).
-  const marks = job.timings ? new WordMarks(job.text, ENGINE_SAMPLE_RATE) : undefined;
-  let cancelled = false;
-  engine.synthesize(escapeSsml(job.text), (samples, events) => {
-    if (Atomics.load(cancel, CANCEL_SLOT) === job.jobId) {
-      cancelled = true;
+/** What the engine makes, to the pool; false (nothing sent) once the pool wants the job stopped. */
+function output(job: SynthJob): SynthesisOutput & { cancelled: boolean; end(): void } {
+  const effect = job.voice.effect === 'whisper' ? whisperer : undefined;
+  effect?.reset();
+  const state = {
+    cancelled: false,
+    audio(samples: Int16Array): boolean {
+      if (Atomics.load(cancel, CANCEL_SLOT) === job.jobId) state.cancelled = true;
+      if (state.cancelled) return false;
+      const out = effect ? effect.push(samples) : samples;
+      if (out.length > 0) post({ type: 'audio', jobId: job.jobId, samples: out });
       return true;
-    }
-    if (marks) postWords(job.jobId, marks.push(samples, events));
-    const out = resampler.push(samples);
-    if (out.length > 0) post({ type: 'audio', jobId: job.jobId, samples: out });
-    return false;
-  });
-  if (!cancelled) {
-    if (marks) postWords(job.jobId, marks.end());
-    const tail = resampler.flush();
-    if (tail.length > 0) post({ type: 'audio', jobId: job.jobId, samples: tail });
-  }
-  post({ type: 'done', jobId: job.jobId, cancelled });
+    },
+    words(words: readonly WordTiming[]): void {
+      if (!state.cancelled && words.length > 0) post({ type: 'words', jobId: job.jobId, words: [...words] });
+    },
+    /** The effect's last samples. */
+    end(): void {
+      const tail = effect?.flush();
+      if (tail && tail.length > 0 && !state.cancelled)
+        post({ type: 'audio', jobId: job.jobId, samples: tail });
+    },
+  };
+  return state;
 }
 
+async function run(job: SynthJob): Promise<void> {
+  const engine = byId.get(job.voice.engine);
+  if (!engine) throw new Error(`the ${job.voice.engine} engine is not available in this process`);
+  const out = output(job);
+  // The voice names its engine, so its parameters are that engine's.
+  const finished = await engine.synthesize(job.text, job.voice, job.timings, out);
+  if (finished && !out.cancelled) out.end();
+  post({ type: 'done', jobId: job.jobId, cancelled: !finished || out.cancelled });
+}
+
+/** Jobs come one at a time (the pool waits for `done`), but a job may await: they are chained. */
+let queue = Promise.resolve();
 port.on('message', (job: ToWorker) => {
-  try {
-    run(job);
-  } catch (error) {
-    post({
-      type: 'failed',
-      jobId: job.jobId,
-      message: error instanceof Error ? error.message : String(error),
+  queue = queue.then(async () => {
+    try {
+      await run(job);
+    } catch (error) {
+      post({
+        type: 'failed',
+        jobId: job.jobId,
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+    // Between jobs: an engine that makes its next instance ahead of time does it now.
+    setImmediate(() => {
+      for (const engine of engines) engine.prepare?.();
     });
-  }
+  });
 });
-post({ type: 'ready' });
+
+for (const engine of engines) engine.prepare?.();
+post({
+  type: 'ready',
+  engines: engines.map((e) => e.descriptor),
+  unavailable,
+});

@@ -2,7 +2,8 @@ import { randomBytes, createHash } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { EngineVoiceParams } from './params.js';
+import type { EspeakVoiceParams, VoiceParams } from '../engine/voice-params.js';
+import { readStoredEngines } from './params.js';
 
 export interface StoredSample {
   readonly sample_id: string;
@@ -21,7 +22,10 @@ export interface StoredVoice {
   readonly description: string | null;
   readonly labels: Readonly<Record<string, string>>;
   readonly created_at_unix: number;
-  readonly engine: EngineVoiceParams;
+  /** How the engine that speaks it is set (its `engine` names it). */
+  readonly engine: VoiceParams;
+  /** eSpeak's settings for the same voice, for the languages that engine lacks (when eSpeak is installed). */
+  readonly espeak?: EspeakVoiceParams | undefined;
   readonly samples: readonly StoredSample[];
 }
 
@@ -47,7 +51,8 @@ export interface NewVoice {
   owner: string;
   description: string | null;
   labels: Record<string, string>;
-  engine: EngineVoiceParams;
+  engine: VoiceParams;
+  espeak?: EspeakVoiceParams | undefined;
   files: ReadonlyArray<SampleBytes | StagedSample>;
 }
 
@@ -109,24 +114,22 @@ function safeExtension(fileName: string): string {
   return m ? `.${m[1]!.toLowerCase()}` : '';
 }
 
-/** The parts of a `voice.json` the service relies on; a record without them is not served. */
-function isVoiceRecord(v: unknown, dirName: string): v is StoredVoice {
-  if (typeof v !== 'object' || v === null) return false;
+/**
+ * The voice in a `voice.json`, if it has the parts the service relies on (its engine settings read as
+ * this version reads them: `readStoredEngines`); undefined for a record that is not one.
+ */
+function readVoiceRecord(v: unknown, dirName: string): StoredVoice | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
   const r = v as Record<string, unknown>;
-  const engine = r['engine'] as Record<string, unknown> | null | undefined;
-  return (
-    r['voice_id'] === dirName &&
-    typeof r['name'] === 'string' &&
-    typeof r['owner'] === 'string' &&
-    Array.isArray(r['samples']) &&
-    typeof engine === 'object' &&
-    engine !== null &&
-    typeof engine['language'] === 'string' &&
-    typeof engine['variant'] === 'string' &&
-    typeof engine['pitch'] === 'number' &&
-    typeof engine['range'] === 'number' &&
-    typeof engine['rateWpm'] === 'number'
-  );
+  if (
+    r['voice_id'] !== dirName ||
+    typeof r['name'] !== 'string' ||
+    typeof r['owner'] !== 'string' ||
+    !Array.isArray(r['samples'])
+  )
+    return undefined;
+  const engines = readStoredEngines(r['engine'], r['espeak']);
+  return engines ? { ...(v as StoredVoice), engine: engines.engine, espeak: engines.espeak } : undefined;
 }
 
 function sampleBytes(voice: StoredVoice): number {
@@ -191,15 +194,16 @@ export class VoiceStore {
         );
         continue;
       }
-      if (!isVoiceRecord(record, entry.name)) {
+      const voice = readVoiceRecord(record, entry.name);
+      if (!voice) {
         options.logger?.warn(
           { dir: path },
           `voice store: skipped ${path}: its ${RECORD} is not a voice record for ${entry.name}`,
         );
         continue;
       }
-      store.voices.set(record.voice_id, record);
-      store.usedBytes += sampleBytes(record);
+      store.voices.set(voice.voice_id, voice);
+      store.usedBytes += sampleBytes(voice);
     }
     return store;
   }
@@ -291,6 +295,7 @@ export class VoiceStore {
         labels: input.labels,
         created_at_unix: Math.floor(Date.now() / 1000),
         engine: input.engine,
+        espeak: input.espeak,
         samples,
       };
       await writeFileDurably(join(tmp, RECORD), JSON.stringify(voice, null, 2));

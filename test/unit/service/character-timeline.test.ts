@@ -2,8 +2,8 @@ import type { ESpeakEvent } from '@echogarden/espeak-ng-emscripten';
 import { describe, expect, it } from 'vitest';
 import { CharacterTimeline, type AlignmentJson } from '../../../src/service/character-timeline.js';
 import { pieceOffsets, splitForEngine } from '../../../src/service/engine/sentences.js';
-import { escapedOrigins, escapeSsml } from '../../../src/service/engine/ssml.js';
-import { WordMarks } from '../../../src/service/engine/word-marks.js';
+import { escapedOrigins, escapeSsml } from '../../../src/service/engine/espeak/ssml.js';
+import { WordMarks } from '../../../src/service/engine/espeak/word-marks.js';
 
 function ms(alignment: AlignmentJson): Array<[string, number, number]> {
   return alignment.characters.map((c, i) => [

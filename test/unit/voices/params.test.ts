@@ -1,17 +1,19 @@
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { analyzeSpeech, type SpeechAnalysis } from '../../../src/service/voices/analyze.js';
+import type { EspeakVoiceParams } from '../../../src/service/engine/voice-params.js';
 import {
   calibratedF0Hz,
-  DEFAULT_ENGINE_PARAMS,
-  deriveEngineParams,
+  DEFAULT_ESPEAK_PARAMS as DEFAULT_ENGINE_PARAMS,
+  deriveEspeakParams as deriveEngineParams,
   MAX_DERIVED_RATE_WPM,
   MIN_DERIVED_RATE_WPM,
   pitchForF0,
   rateForSyllableRate,
   VARIANT_CROSSOVER_HZ,
-  type EngineVoiceParams,
-} from '../../../src/service/voices/params.js';
+} from '../../../src/service/voices/espeak-params.js';
+
+type EngineVoiceParams = EspeakVoiceParams;
 
 const ENGINE_RATE = 22_050;
 /** What a user might read into the microphone. */
@@ -60,9 +62,10 @@ function analysis(overrides: Partial<SpeechAnalysis>): SpeechAnalysis {
   };
 }
 
-describe('the calibrated mapping', () => {
-  it('gives the built-in voice the engine defaults', () => {
+describe("eSpeak's calibrated mapping (a voice's settings for the languages Flite lacks)", () => {
+  it('starts from the engine defaults', () => {
     expect(DEFAULT_ENGINE_PARAMS).toEqual({
+      engine: 'espeak-ng',
       variant: 'm3',
       pitch: 50,
       range: 50,

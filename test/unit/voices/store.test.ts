@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { FliteVoiceParams } from '../../../src/service/engine/voice-params.js';
+import { calibratedF0Hz } from '../../../src/service/voices/espeak-params.js';
+import { fliteCalibratedF0Hz } from '../../../src/service/voices/flite-params.js';
 import { VoiceStore, VoiceStoreFullError } from '../../../src/service/voices/store.js';
 
-const engine = { language: 'en-us', variant: 'm3', pitch: 40, range: 50, rateWpm: 170 };
+const engine: FliteVoiceParams = { engine: 'flite', voice: 'kal16', f0Hz: 90, f0RangeHz: 10, rate: 1.1 };
 
 function capturingLogger(): { logger: pino.Logger; lines: Array<{ level: number; msg: string }> } {
   const lines: Array<{ level: number; msg: string }> = [];
@@ -67,6 +70,67 @@ describe('VoiceStore.open', () => {
     expect((await readdir(voices)).sort()).toEqual(
       ['corrupt', 'elsewhere', kept, 'not-a-voice', 'stray'].sort(),
     );
+  });
+});
+
+describe('voices stored before engines had names', () => {
+  /** A `voice.json` as earlier versions wrote it: eSpeak settings without `engine`. */
+  async function legacy(id: string, settings: Record<string, unknown>): Promise<void> {
+    await mkdir(join(dir, 'voices', id), { recursive: true });
+    await writeFile(
+      join(dir, 'voices', id, 'voice.json'),
+      JSON.stringify({
+        voice_id: id,
+        name: id,
+        owner: 'me',
+        category: 'cloned',
+        description: null,
+        labels: {},
+        created_at_unix: 1,
+        engine: settings,
+        samples: [],
+      }),
+    );
+  }
+
+  it('are spoken by Flite at the F0 their eSpeak settings made, and keep those settings for other languages', async () => {
+    const old = { language: 'en-us', variant: 'f3', pitch: 40, range: 50, rateWpm: 175 };
+    await legacy('OldHigh0000000000000', old);
+    const voice = (await VoiceStore.open(dir)).get('OldHigh0000000000000')!;
+    // eSpeak's 175 wpm measures 4.8 syllables a second, which Flite speaks a third faster than its own pace.
+    expect(voice.engine).toMatchObject({ engine: 'flite', voice: 'slt' });
+    expect((voice.engine as FliteVoiceParams).rate).toBeGreaterThan(1.2);
+    const f0 = fliteCalibratedF0Hz(voice.engine as FliteVoiceParams)!;
+    expect(Math.abs(f0 / calibratedF0Hz(old)! - 1)).toBeLessThan(0.02);
+    expect(voice.espeak).toEqual({ ...old, engine: 'espeak-ng' });
+  });
+
+  it('stay on eSpeak when Flite cannot take them: another language, or a variant with no calibration', async () => {
+    await legacy('German00000000000000', {
+      language: 'de',
+      variant: 'm3',
+      pitch: 50,
+      range: 50,
+      rateWpm: 175,
+    });
+    await legacy('Croak000000000000000', {
+      language: 'en-us',
+      variant: 'croak',
+      pitch: 50,
+      range: 50,
+      rateWpm: 175,
+    });
+    const store = await VoiceStore.open(dir);
+    expect(store.get('German00000000000000')?.engine).toMatchObject({ engine: 'espeak-ng', language: 'de' });
+    expect(store.get('Croak000000000000000')?.engine).toMatchObject({
+      engine: 'espeak-ng',
+      variant: 'croak',
+    });
+  });
+
+  it('are skipped, like any record, when their settings are of no known engine', async () => {
+    await legacy('Unknown0000000000000', { engine: 'festival', voice: 'x' });
+    expect((await VoiceStore.open(dir)).size).toBe(0);
   });
 });
 

@@ -6,7 +6,7 @@
  * the characters after it (docs/speech-service.md, "Character timings").
  */
 import type { ESpeakEvent } from '@echogarden/espeak-ng-emscripten';
-import type { WordTiming } from './protocol.js';
+import type { WordTiming } from '../engine.js';
 import { escapedOrigins } from './ssml.js';
 
 /**

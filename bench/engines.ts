@@ -1,0 +1,120 @@
+/**
+ * The local service's engines side by side, through the same HTTP path: time to the first audio byte
+ * of `/stream` and the real-time factor of whole bodies, for eSpeak-NG (a stored voice on its plain
+ * American variant, what the default voice was before Flite) and for the built-in voices on each of
+ * Flite's voices. Also the cost of `/with-timestamps` (Flite runs a second, short pass for words).
+ *
+ *   npm run bench -- engines
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalSpeechService } from '../src/service/index.js';
+import { SCOPES } from '../src/service/auth.js';
+import { SpeechClient } from '../src/speech/client.js';
+import { fmt, median, percentile, printTable } from './stats.js';
+
+const KEY = 'bench-engines-key-0123456789abcdef';
+const ESPEAK_VOICE = 'BenchEspeakM30000000';
+const SHORT = 'The quick brown fox jumps over the lazy dog near the riverbank.';
+const PARAGRAPH =
+  'Thank you for calling the city library. You can renew your books, reserve a study room, or ask a ' +
+  'librarian a question at any time of day. Our opening hours are nine to six on weekdays, and ten to ' +
+  'four on Saturdays. The library is closed on Sundays and public holidays. To hear these options ' +
+  'again, stay on the line, and a member of our team will be with you shortly.';
+const BYTES_PER_SECOND = 48_000;
+const RUNS = 30;
+const WHOLE_RUNS = 6;
+
+const VOICES: ReadonlyArray<readonly [label: string, voiceId: string]> = [
+  ['eSpeak-NG en-us+m3 (the old default)', ESPEAK_VOICE],
+  ['Flite kal16: voxbridge-default', 'voxbridge-default'],
+  ['Flite rms: voxbridge-narrator', 'voxbridge-narrator'],
+  ['Flite awb: voxbridge-scottish', 'voxbridge-scottish'],
+  ['Flite slt: voxbridge-high', 'voxbridge-high'],
+  ['Flite slt + whisper: voxbridge-whisper', 'voxbridge-whisper'],
+];
+
+/** An eSpeak voice in the store, as a voice made on eSpeak is stored. */
+async function storeEspeakVoice(dataDir: string): Promise<void> {
+  const dir = join(dataDir, 'voices', ESPEAK_VOICE);
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    join(dir, 'voice.json'),
+    JSON.stringify({
+      voice_id: ESPEAK_VOICE,
+      name: 'eSpeak m3',
+      owner: 'default',
+      category: 'cloned',
+      description: null,
+      labels: {},
+      created_at_unix: 0,
+      engine: { engine: 'espeak-ng', language: 'en-us', variant: 'm3', pitch: 50, range: 50, rateWpm: 175 },
+      samples: [],
+    }),
+  );
+}
+
+export async function benchEngines(): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-engines-'));
+  await storeEspeakVoice(dataDir);
+  const service = await LocalSpeechService.start({
+    dataDir,
+    keys: [{ id: 'default', key: KEY, scopes: SCOPES }],
+    workers: availableParallelism(),
+  });
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    void service.handle(req, res, url.pathname.slice('/api/speech'.length), url);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const plain = new SpeechClient({ baseUrl: base, pathPrefix: '/api/speech', apiKey: KEY });
+  const timed = new SpeechClient({ baseUrl: base, pathPrefix: '/api/speech', apiKey: KEY, timestamps: true });
+  try {
+    const rows: string[][] = [];
+    for (const [label, voiceId] of VOICES) {
+      const firstByte = async (client: SpeechClient, text: string): Promise<number> => {
+        const stream = await client.stream({ voiceId, text, outputFormat: 'pcm_24000' });
+        for await (const _ of stream) {
+          /* drain */
+        }
+        return stream.firstByteMs;
+      };
+      for (let i = 0; i < 3; i++) await firstByte(plain, SHORT);
+      const short: number[] = [];
+      const shortTimed: number[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        short.push(await firstByte(plain, SHORT));
+        shortTimed.push(await firstByte(timed, SHORT));
+      }
+      const rtf: number[] = [];
+      for (let i = 0; i < WHOLE_RUNS; i++) {
+        const t0 = performance.now();
+        const r = await plain.synthesize({ voiceId, text: PARAGRAPH, outputFormat: 'pcm_24000' });
+        rtf.push((performance.now() - t0) / 1000 / (r.audio.byteLength / BYTES_PER_SECOND));
+      }
+      rows.push([
+        label,
+        fmt(percentile(short, 50), 1),
+        fmt(percentile(short, 95), 1),
+        fmt(percentile(shortTimed, 50), 1),
+        fmt(median(rtf), 4),
+        `${fmt(1 / median(rtf), 0)}x`,
+      ]);
+    }
+    printTable(
+      `Engines through the local service (${availableParallelism()} workers; /stream first byte of a 63-character sentence, ms; whole body of ${PARAGRAPH.length} characters)`,
+      ['voice', '1st byte p50', 'p95', 'with timestamps p50', 'real-time factor', 'speed'],
+      rows,
+    );
+  } finally {
+    await plain.close();
+    await timed.close();
+    await new Promise((resolve) => server.close(resolve));
+    await service.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
