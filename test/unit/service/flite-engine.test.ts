@@ -71,6 +71,24 @@ describe('the Flite engine', () => {
     for (const c of chunks.slice(1, -1)) expect(ms(c.length)).toBeLessThan(130);
   });
 
+  it('with timings, sends only its first ~300 ms before the words: a client reading in order gets them in time', () => {
+    const order: Array<{ kind: 'audio'; ms: number } | { kind: 'words'; count: number }> = [];
+    engine.synthesize(SENTENCE, VOICE, true, {
+      audio: (samples) => order.push({ kind: 'audio', ms: ms(samples.length) }) > 0,
+      words: (w) => void order.push({ kind: 'words', count: w.length }),
+    });
+    engine.prepare();
+    const wordsAt = order.findIndex((e) => e.kind === 'words');
+    expect(wordsAt).toBeGreaterThan(0);
+    const before = order.slice(0, wordsAt).reduce((n, e) => n + (e.kind === 'audio' ? e.ms : 0), 0);
+    const after = order.slice(wordsAt).reduce((n, e) => n + (e.kind === 'audio' ? e.ms : 0), 0);
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(450);
+    expect(after).toBeGreaterThan(2000);
+    // The rest goes out in the usual chunks, not as one.
+    for (const e of order.slice(wordsAt + 1, -1)) if (e.kind === 'audio') expect(e.ms).toBeLessThan(130);
+  });
+
   it("cuts Flite's leading pause: the first word is heard within a few tens of ms of the first sample", () => {
     for (const voice of FLITE_VOICES.filter((v) => v.id !== 'kal')) {
       const { samples } = speak(SENTENCE, { ...VOICE, voice: voice.id, f0Hz: voice.f0Hz });

@@ -26,6 +26,12 @@ const MAX_INSTANCE_BYTES = 64 << 20;
 const SILENCE_MAX_AMPLITUDE = 100;
 /** What is kept of the leading pause before the first sound, so that its onset is whole. */
 const LEAD_IN_MS = 10;
+/**
+ * With timings wanted, the audio of a piece sent before its words are timed (see `Delivery`): enough
+ * to start playing while Flite makes the rest, which takes a few ms (`kal16`) to ~100 ms (the
+ * recorded voices' longest pieces) of the listener's 300.
+ */
+const TIMED_LEAD_MS = 300;
 
 /** Thrown out of Flite's audio callback when the job is cancelled; unwinds the run. */
 class Cancelled extends Error {}
@@ -77,7 +83,7 @@ export class FliteEngine implements SpeechEngine<'flite'> {
     if (!info) throw new FliteError(`Flite has no voice ${JSON.stringify(voice.voice)}`);
     const input = fliteText(text).trim();
     if (input === '') return true;
-    const delivery = new Delivery(this.#resampler(info.sampleRate), out);
+    const delivery = new Delivery(this.#resampler(info.sampleRate), out, timings ? TIMED_LEAD_MS : Infinity);
     let stdout: string;
     try {
       stdout = this.#instance().run({
@@ -155,6 +161,12 @@ function voiceArgs(
  * with a pause (150–250 ms of near-silence, its leading `pau`): that would be as much latency before
  * the first word is heard, so it is cut, down to `LEAD_IN_MS` before the first sound, and the piece's
  * timings move back by as much (`trimmedMs`).
+ *
+ * Flite times a piece's words only once the whole piece is made, and a client reads the response in
+ * order, as fast as it plays: words sent after all of a piece's audio reach it as the piece ends, so
+ * until then it cannot tell what a listener heard (a barge-in would report nothing). So when timings
+ * are wanted, only the first `leadMs` of a piece go out as they are made, and the rest waits, in
+ * memory, for the piece's words, which then go out before it.
  */
 class Delivery {
   readonly #held: Int16Array[] = [];
@@ -165,13 +177,18 @@ class Delivery {
   #trimmed = 0;
   readonly #chunkSamples: number;
   readonly #leadInSamples: number;
+  /** Samples (at the input rate) sent as they come; the rest waits for `end()`. */
+  readonly #leadSamples: number;
+  #sentSamples = 0;
 
   constructor(
     private readonly resampler: Resampler,
     private readonly out: SynthesisOutput,
+    leadMs: number,
   ) {
     this.#chunkSamples = (resampler.inputRate * CHUNK_MS) / 1000;
     this.#leadInSamples = Math.round((resampler.inputRate * LEAD_IN_MS) / 1000);
+    this.#leadSamples = (resampler.inputRate * leadMs) / 1000;
   }
 
   /** Milliseconds of the leading pause cut: Flite's times, minus this, are the audio's. */
@@ -184,12 +201,25 @@ class Delivery {
     this.#held.push(samples);
     this.#heldSamples += samples.length;
     if (this.#leading) return this.#cutLeadingPause();
+    if (this.#sentSamples >= this.#leadSamples) return true;
     return this.#sent && this.#heldSamples < this.#chunkSamples ? true : this.#send(false);
   }
 
   /** The rest, the resampler's tail included (a piece that never made a sound keeps its silence). */
   end(): boolean {
     this.#leading = false;
+    // What waited for the words goes out in the usual chunks (a response's lines stay small).
+    if (this.#heldSamples > this.#chunkSamples) {
+      const rest = this.#joinHeld();
+      let at = 0;
+      for (; at + this.#chunkSamples < rest.length; at += this.#chunkSamples) {
+        this.#held.push(rest.subarray(at, at + this.#chunkSamples));
+        this.#heldSamples = this.#chunkSamples;
+        if (!this.#send(false)) return false;
+      }
+      this.#held.push(rest.subarray(at));
+      this.#heldSamples = rest.length - at;
+    }
     return this.#send(true);
   }
 
@@ -225,6 +255,7 @@ class Delivery {
   }
 
   #send(last: boolean): boolean {
+    this.#sentSamples += this.#heldSamples;
     let output = this.resampler.push(this.#joinHeld());
     if (last) {
       const tail = this.resampler.flush();
