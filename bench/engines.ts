@@ -6,18 +6,14 @@
  *
  *   npm run bench -- engines
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { LocalSpeechService } from '../src/service/index.js';
-import { SCOPES } from '../src/service/auth.js';
-import { SpeechClient } from '../src/speech/client.js';
+import type { SpeechClient } from '../src/speech/client.js';
+import { startBenchService } from './local-service.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
-const KEY = 'bench-engines-key-0123456789abcdef';
-const ESPEAK_VOICE = 'BenchEspeakM30000000';
+export const ESPEAK_VOICE = 'BenchEspeakM30000000';
 const SHORT = 'The quick brown fox jumps over the lazy dog near the riverbank.';
 const PARAGRAPH =
   'Thank you for calling the city library. You can renew your books, reserve a study room, or ask a ' +
@@ -38,7 +34,7 @@ const VOICES: ReadonlyArray<readonly [label: string, voiceId: string]> = [
 ];
 
 /** An eSpeak voice in the store, as a voice made on eSpeak is stored. */
-async function storeEspeakVoice(dataDir: string): Promise<void> {
+export async function storeEspeakVoice(dataDir: string): Promise<void> {
   const dir = join(dataDir, 'voices', ESPEAK_VOICE);
   await mkdir(dir, { recursive: true });
   await writeFile(
@@ -58,21 +54,9 @@ async function storeEspeakVoice(dataDir: string): Promise<void> {
 }
 
 export async function benchEngines(): Promise<void> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-engines-'));
-  await storeEspeakVoice(dataDir);
-  const service = await LocalSpeechService.start({
-    dataDir,
-    keys: [{ id: 'default', key: KEY, scopes: SCOPES }],
-    workers: availableParallelism(),
-  });
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    void service.handle(req, res, url.pathname.slice('/api/speech'.length), url);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const plain = new SpeechClient({ baseUrl: base, pathPrefix: '/api/speech', apiKey: KEY });
-  const timed = new SpeechClient({ baseUrl: base, pathPrefix: '/api/speech', apiKey: KEY, timestamps: true });
+  const bench = await startBenchService('engines', storeEspeakVoice);
+  const plain = bench.client();
+  const timed = bench.client(true);
   try {
     const rows: string[][] = [];
     for (const [label, voiceId] of VOICES) {
@@ -111,10 +95,6 @@ export async function benchEngines(): Promise<void> {
       rows,
     );
   } finally {
-    await plain.close();
-    await timed.close();
-    await new Promise((resolve) => server.close(resolve));
-    await service.close();
-    await rm(dataDir, { recursive: true, force: true });
+    await bench.close();
   }
 }

@@ -18,6 +18,7 @@ import { benchSpeaker } from './speaker.js';
 import { benchTalkers } from './talkers.js';
 import { benchTwiml } from './twiml.js';
 import { benchVad } from './vad.js';
+import { benchVoices } from './voices.js';
 
 console.log(
   `# voxbridge benchmarks — node ${process.version}, ${availableParallelism()} cores (${cpus()[0]?.model ?? '?'})`,
@@ -25,6 +26,7 @@ console.log(
 const only = process.argv[2];
 if (!only || only === 'service') await benchService();
 if (!only || only === 'engines') await benchEngines();
+if (!only || only === 'voices') await benchVoices();
 if (!only || only === 'speaker') await benchSpeaker();
 if (!only || only === 'vad') await benchVad();
 if (!only || only === 'barge-in') await benchBargeIn();

@@ -4,17 +4,21 @@
 # redis-server, the real Redis the cluster tests start on a free port; curl, to stream a say the way a
 # user pipes an LLM's output into it) or the
 # benchmarks (`bench`: ffmpeg and sox as baselines, GNU time to measure them, chromium for the browser
-# phone, redis-server for the cluster benchmark) use, when missing.
+# phone, redis-server for the cluster benchmark, pocketsphinx with its US English model to measure how
+# intelligible the voices are) use, when missing.
 # Runs before `npm test` and `npm run bench`; does nothing when everything is there.
 set -euo pipefail
 case "${1:-}" in
   test) wanted=("ffprobe:ffmpeg" "openssl:openssl" "chromium:chromium" "redis-server:redis-server" "curl:curl") ;;
-  bench) wanted=("ffmpeg:ffmpeg" "sox:sox" "/usr/bin/time:time" "chromium:chromium" "redis-server:redis-server") ;;
+  bench) wanted=("ffmpeg:ffmpeg" "sox:sox" "pocketsphinx_batch:pocketsphinx pocketsphinx-en-us" "/usr/bin/time:time" "chromium:chromium" "redis-server:redis-server") ;;
   *) echo "usage: $0 test|bench" >&2; exit 2 ;;
 esac
 need=()
 for entry in "${wanted[@]}"; do
-  command -v "${entry%%:*}" >/dev/null 2>&1 || need+=("${entry#*:}")
+  if ! command -v "${entry%%:*}" >/dev/null 2>&1; then
+    read -ra packages <<<"${entry#*:}"
+    need+=("${packages[@]}")
+  fi
 done
 if [ ${#need[@]} -eq 0 ]; then exit 0; fi
 echo "voxbridge: installing ${need[*]} (Debian packages) for $1" >&2
