@@ -22,6 +22,7 @@ export {
   type PushInfo,
   type SpeechOnset,
   type SpeechTurn,
+  type TurnSilence,
 } from './detector.js';
 export { startVadWorkers, VadWorkerPool, type VadWorkersOptions } from './pool.js';
 export { PooledDetector, VadWorkerError, type DetectorHost, type PushOutcome } from './pooled-detector.js';
