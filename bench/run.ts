@@ -15,6 +15,7 @@ import { benchRelay } from './relay.js';
 import { benchService } from './service.js';
 import { benchSpeaker } from './speaker.js';
 import { benchTalkers } from './talkers.js';
+import { benchTurns } from './turns.js';
 import { benchTwiml } from './twiml.js';
 import { benchVad } from './vad.js';
 
@@ -40,3 +41,4 @@ if (!only || only === 'twiml') await benchTwiml();
 if (!only || only === 'talkers') await benchTalkers(process.argv.slice(3));
 if (!only || only === 'hardening') await benchHardening();
 if (!only || only === 'menus') await benchMenus();
+if (!only || only === 'turns') await benchTurns();
