@@ -2,6 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
 import { concatInt16 } from '../src/audio/pcm.js';
+import type { WordTiming } from '../src/service/engine/protocol.js';
+import { escapeSsml } from '../src/service/engine/ssml.js';
+import { WordMarks } from '../src/service/engine/word-marks.js';
 
 const run = promisify(execFile);
 
@@ -25,6 +28,33 @@ export async function espeakSpeech(
     return false;
   });
   return concatInt16(parts);
+}
+
+/**
+ * Speech straight from the engine (22 050 Hz) with when each word is spoken, read from eSpeak's events
+ * as the local service reads them for its character timings (src/service/engine/word-marks.ts).
+ */
+export async function espeakTimedSpeech(
+  text: string,
+  voice: string,
+  pitch: number,
+  rateWpm = 175,
+): Promise<{ samples: Int16Array; words: WordTiming[] }> {
+  engine ??= Init().then((m) => new m.eSpeakNGWorker());
+  const w = await engine;
+  w.set_voice(voice);
+  w.pitch = pitch;
+  w.rate = rateWpm;
+  const marks = new WordMarks(text, 22_050);
+  const parts: Int16Array[] = [];
+  const words: WordTiming[] = [];
+  w.synthesize(escapeSsml(text), (s, events) => {
+    parts.push(s.slice());
+    words.push(...marks.push(s, events));
+    return false;
+  });
+  words.push(...marks.end());
+  return { samples: concatInt16(parts), words };
 }
 
 /** A 16-bit WAV file of `samples`: the one writer, src/audio/wav.ts's. */

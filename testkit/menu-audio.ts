@@ -83,6 +83,7 @@ export interface TimedSpeech {
   readonly samples: Int16Array;
   readonly sampleRate: 24_000;
   readonly characters: readonly string[];
+  readonly charStartMs: readonly number[];
   readonly charEndMs: readonly number[];
 }
 
@@ -101,7 +102,11 @@ export async function serviceSpeech(
   if (!res.ok) throw new Error(`the speech service answered ${res.status}: ${await res.text()}`);
   const body = (await res.json()) as {
     audio_base64: string;
-    alignment: { characters: string[]; character_end_times_seconds: number[] };
+    alignment: {
+      characters: string[];
+      character_start_times_seconds: number[];
+      character_end_times_seconds: number[];
+    };
   };
   const bytes = Buffer.from(body.audio_base64, 'base64');
   const samples = new Int16Array(bytes.length >> 1);
@@ -110,6 +115,7 @@ export async function serviceSpeech(
     samples,
     sampleRate: 24_000,
     characters: body.alignment.characters,
+    charStartMs: body.alignment.character_start_times_seconds.map((s) => s * 1000),
     charEndMs: body.alignment.character_end_times_seconds.map((s) => s * 1000),
   };
 }

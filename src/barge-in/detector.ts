@@ -68,6 +68,15 @@ export interface SpeechTurn {
   decidedMs: number;
 }
 
+/** The silence a turn under way ends in so far, on the inbound timeline (ms). */
+export interface TurnSilence {
+  readonly turnStartMs: number;
+  /** Where the silence began (the end of the caller's last speech). */
+  readonly fromMs: number;
+  /** How long it has lasted: whole windows, so `fromMs + quietMs` is the end of the last one judged. */
+  readonly quietMs: number;
+}
+
 export interface PushInfo {
   /**
    * The inbound time of the chunk's first sample (ms), from the gateway's timestamps when it sends
@@ -413,6 +422,17 @@ export class SpeechOnsetDetector implements SpeechDetector {
    */
   get stats(): Readonly<DetectorStats> {
     return this.counts;
+  }
+
+  /**
+   * The turn under way, as the last window processed left it: where it began, and the silence it ends
+   * in (quiet windows in a row, `trackTurn`'s count that `endOfTurnMs` is held against; 0 while the
+   * caller speaks, `fromMs` then meaningless). Undefined between turns. What a rule that ends turns by
+   * their words reads alongside the transcript (endpointing.ts; bench/turns.ts replays it).
+   */
+  get turnSilence(): TurnSilence | undefined {
+    if (this.turnStartMs === undefined) return undefined;
+    return { turnStartMs: this.turnStartMs, fromMs: this.quietFromMs, quietMs: this.quietMs };
   }
 
   private async process(

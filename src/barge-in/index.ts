@@ -22,6 +22,20 @@ export {
   type PushInfo,
   type SpeechOnset,
   type SpeechTurn,
+  type TurnSilence,
 } from './detector.js';
+export {
+  classifyTranscript,
+  decideEndOfTurn,
+  DEFAULT_ENDPOINTING,
+  endpointingConfig,
+  endpointingSchema,
+  type EndpointCue,
+  type EndpointDecision,
+  type EndpointingConfig,
+  type EndpointingInput,
+  type EndpointingOptions,
+  type TranscriptEnding,
+} from './endpointing.js';
 export { startVadWorkers, VadWorkerPool, type VadWorkersOptions } from './pool.js';
 export { PooledDetector, VadWorkerError, type DetectorHost, type PushOutcome } from './pooled-detector.js';
