@@ -17,9 +17,10 @@ export interface HostedDocument {
 
 export interface DocumentHost {
   /**
-   * Makes `document` reachable at an absolute http(s) URL, answered to GET and POST alike (Plivo's
-   * `confirmSound` and jambonz hooks are fetched with POST whatever was asked), for as long as a call
-   * may take to be answered and transferred (minutes, not seconds), and returns that URL.
+   * Makes `document` reachable at an absolute http(s) URL, answered to GET and POST alike (Plivo
+   * fetches a `<Dial>`'s `confirmSound` and `dialMusic` with POST whatever is asked; the ports ask for
+   * GET everywhere else), for as long as a call may take to be answered and transferred (minutes,
+   * not seconds), and returns that URL.
    */
   publish(document: HostedDocument): Promise<string>;
 }
