@@ -1017,6 +1017,20 @@ describe('when the gateway fails', () => {
     await expect(pending).rejects.toBe(reason);
   });
 
+  it('refuses a success that lacks what the API documents', async () => {
+    const telnyx = track(
+      await FakeTelnyxRest.start({ apiKey: ENV.TELNYX_API_KEY, connectionId: ENV.TELNYX_CONNECTION_ID }),
+    );
+    const control = port('telnyx', telnyx.url);
+    telnyx.server.failNext({ kind: 'answer', reply: { status: 200, json: { data: { is_alive: false } } } });
+    const e = await failure(control.originate({ to: AGENT, from: CALLER_ID, streamUrl: STREAM }));
+    expect(e).toMatchObject({ code: 'invalid_answer', gateway: 'telnyx', operation: 'originate' });
+    telnyx.server.failNext({ kind: 'answer', reply: { status: 200, text: '<html>captive portal</html>' } });
+    expect((await failure(control.originate({ to: AGENT, from: CALLER_ID, streamUrl: STREAM }))).code).toBe(
+      'invalid_answer',
+    );
+  });
+
   it('says the connection failed when nothing listens', async () => {
     const control = port('jambonz', `http://127.0.0.1:${await freePort()}`);
     const e = await failure(control.hangUp({ callId: 'abc' }));
