@@ -1,8 +1,9 @@
 /**
  * Reading a fetched answer's body within a size bound: for peers that are not trusted to say how much
- * they send (a relay app's `play` file, a TwiML webhook's answer). The bound is checked on the
- * declared `Content-Length` before a byte is read and again on every chunk, so an answer that lies
- * costs at most `maxBytes` plus one chunk.
+ * they send (a relay app's `play` file, a TwiML webhook's answer, a phone gateway's REST answer). The
+ * bound is checked on the declared `Content-Length` before a byte is read and again on every chunk, so
+ * an answer that lies costs at most `maxBytes` plus one chunk. `readBodyCapped` reads a fetch
+ * `Response`; `readStreamCapped` any body that is an async iterable of bytes (undici's `request`).
  */
 
 /** The answer is larger than allowed: `declared` from its header, else at least `maxBytes` + 1 read. */
@@ -22,16 +23,37 @@ export class BodyTooLargeError extends Error {
 
 /** The body of `res`, whole, or `BodyTooLargeError` (the body is cancelled then). */
 export async function readBodyCapped(res: Response, maxBytes: number): Promise<Uint8Array> {
-  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
-  if (declared > maxBytes) {
-    await res.body?.cancel().catch(() => undefined);
-    throw new BodyTooLargeError(maxBytes, declared);
+  const body = res.body;
+  return readStreamCapped(
+    (body ?? []) as AsyncIterable<Uint8Array>,
+    maxBytes,
+    Number(res.headers.get('content-length') ?? Number.NaN),
+    async () => {
+      await body?.cancel().catch(() => undefined);
+    },
+  );
+}
+
+/**
+ * The chunks of `body`, whole, or `BodyTooLargeError`. `declaredBytes` (the answer's Content-Length,
+ * NaN or undefined when it gave none) over the bound refuses the body unread, after `cancel()` (which
+ * must free the connection: `destroy()` an undici body, `cancel()` a web stream); a body that passes
+ * the bound while it arrives is left there, which cancels it (the iterator's `return`).
+ */
+export async function readStreamCapped(
+  body: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+  declaredBytes: number | undefined,
+  cancel: () => unknown,
+): Promise<Uint8Array> {
+  if (declaredBytes !== undefined && declaredBytes > maxBytes) {
+    await cancel();
+    throw new BodyTooLargeError(maxBytes, declaredBytes);
   }
-  if (!res.body) return new Uint8Array(0);
   const parts: Uint8Array[] = [];
   let total = 0;
   // Leaving the loop early cancels the body.
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body) {
     total += chunk.byteLength;
     if (total > maxBytes) throw new BodyTooLargeError(maxBytes, undefined);
     parts.push(chunk);

@@ -3,6 +3,7 @@
  * looks like) or a transport failure. Whether it is retryable is decided by the error's status or by
  * the transport code, here and in errors.ts only.
  */
+import { redact } from '../http/redact.js';
 import { SpeechServiceError } from './errors.js';
 import { parseRetryAfterMs } from './retry.js';
 
@@ -107,12 +108,7 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-/** Removes every occurrence of a secret (servers have been known to echo a bad key back). */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret.length >= 4) out = out.split(secret).join('[redacted]');
-  return out;
-}
+export { redact };
 
 function oneLine(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();

@@ -15,7 +15,7 @@ import { PROJECT_ROOT } from '../../src/paths.js';
 const LAYERS: ReadonlyArray<readonly string[]> = [
   ['src/paths.ts', 'src/types'],
   ['src/async', 'src/audio', 'src/http'],
-  ['src/protocols', 'src/speech', 'src/barge-in', 'src/recognition'],
+  ['src/protocols', 'src/speech', 'src/barge-in', 'src/recognition', 'src/call-control'],
   ['src/speaker'],
   ['src/control', 'src/cluster', 'src/relay'],
   ['src/flows'],
