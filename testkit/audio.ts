@@ -2,9 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
 import { concatInt16 } from '../src/audio/pcm.js';
-import type { WordTiming } from '../src/service/engine/protocol.js';
-import { escapeSsml } from '../src/service/engine/ssml.js';
-import { WordMarks } from '../src/service/engine/word-marks.js';
+import type { WordTiming } from '../src/service/engine/engine.js';
+import { escapeSsml } from '../src/service/engine/espeak/ssml.js';
+import { WordMarks } from '../src/service/engine/espeak/word-marks.js';
 
 const run = promisify(execFile);
 

@@ -7,7 +7,7 @@
  * Every turn knows its words with their times on the line's timeline, its pauses and its true end (the
  * end of its last word's sound). Shared by the endpointing tests and bench/turns.ts.
  */
-import type { WordTiming } from '../src/service/engine/protocol.js';
+import type { WordTiming } from '../src/service/engine/engine.js';
 import { espeakTimedSpeech } from './audio.js';
 import { serviceSpeech } from './menu-audio.js';
 import { LINE_RATE, onPhoneLine } from './phone-line.js';
