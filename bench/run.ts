@@ -1,5 +1,6 @@
 /** `npm run bench`: every benchmark, figures printed as tables to quote in closing notes. */
 import { availableParallelism, cpus } from 'node:os';
+import { benchAmd } from './amd.js';
 import { benchAnswers } from './answers.js';
 import { benchBargeIn } from './barge-in.js';
 import { benchBrowserPhone } from './browser-phone.js';
@@ -40,3 +41,4 @@ if (!only || only === 'twiml') await benchTwiml();
 if (!only || only === 'talkers') await benchTalkers(process.argv.slice(3));
 if (!only || only === 'hardening') await benchHardening();
 if (!only || only === 'menus') await benchMenus();
+if (!only || only === 'amd') await benchAmd();
