@@ -1,5 +1,6 @@
 /** `npm run bench`: every benchmark, figures printed as tables to quote in closing notes. */
 import { availableParallelism, cpus } from 'node:os';
+import { benchAmd } from './amd.js';
 import { benchAnswers } from './answers.js';
 import { benchBargeIn } from './barge-in.js';
 import { benchBrowserPhone } from './browser-phone.js';
@@ -46,3 +47,4 @@ if (!only || only === 'talkers') await benchTalkers(process.argv.slice(3));
 if (!only || only === 'hardening') await benchHardening();
 if (!only || only === 'menus') await benchMenus();
 if (!only || only === 'turns') await benchTurns();
+if (!only || only === 'amd') await benchAmd();

@@ -10,18 +10,23 @@ const run = promisify(execFile);
 
 let engine: Promise<ESpeakNGWorker> | undefined;
 
-/** Reference speech straight from the engine (22 050 Hz), e.g. to upload as a voice sample. */
+/**
+ * Reference speech straight from the engine (22 050 Hz), e.g. to upload as a voice sample. `range`
+ * (pitch range, 0–99) is set only when given, as the local service sets it for its cast's voices.
+ */
 export async function espeakSpeech(
   text: string,
   voice: string,
   pitch: number,
   rateWpm = 175,
+  range?: number,
 ): Promise<Int16Array> {
   engine ??= Init().then((m) => new m.eSpeakNGWorker());
   const w = await engine;
   w.set_voice(voice);
   w.pitch = pitch;
   w.rate = rateWpm;
+  if (range !== undefined) w.range = range;
   const parts: Int16Array[] = [];
   w.synthesize(text, (s) => {
     parts.push(s.slice());

@@ -66,7 +66,7 @@ export interface NoiseOptions {
 }
 
 /** Pink noise by Paul Kellett's economy filter: unit-ish amplitude, ±1 dB from 40 Hz to Nyquist. */
-function pinkSource(random: () => number): () => number {
+export function pinkSource(random: () => number): () => number {
   let b0 = 0;
   let b1 = 0;
   let b2 = 0;

@@ -1,4 +1,16 @@
-export { EnergyGate } from './energy-gate.js';
+export { EnergyGate, type EnergyGateOptions } from './energy-gate.js';
+export {
+  AMD_DEFAULTS,
+  createAnsweringMachineDetector,
+  type AmdDecision,
+  type AmdEvent,
+  type AmdOptions,
+  type AmdReason,
+  type AmdResult,
+  type AnsweringMachineDetector,
+  type GreetingWatch,
+} from './amd.js';
+export type { Tone } from '../audio/tone.js';
 export {
   EchoStream,
   SileroModel,
