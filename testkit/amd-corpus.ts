@@ -55,14 +55,14 @@ export interface AmdVoice {
   readonly range: number;
 }
 
-/** The cast's eight built-in voices, then seven more eSpeak variants. */
+/** The cast's eight built-in voices as eSpeak speaks them (their settings for other languages), then seven more eSpeak variants. */
 export const AMD_VOICES: readonly AmdVoice[] = [
   ...builtInVoices().map((v) => ({
     name: v.voice_id,
-    voice: `${v.engine.language}+${v.engine.variant}`,
-    pitch: v.engine.pitch,
-    rateWpm: v.engine.rateWpm,
-    range: v.engine.range,
+    voice: `${v.espeak.language}+${v.espeak.variant}`,
+    pitch: v.espeak.pitch,
+    rateWpm: v.espeak.rateWpm,
+    range: v.espeak.range,
   })),
   ...VOICES.map(([voice, pitch, rateWpm]) => ({
     name: `espeak ${voice} p${pitch}`,
