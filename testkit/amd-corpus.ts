@@ -57,13 +57,19 @@ export interface AmdVoice {
 
 /** The cast's eight built-in voices as eSpeak speaks them (their settings for other languages), then seven more eSpeak variants. */
 export const AMD_VOICES: readonly AmdVoice[] = [
-  ...builtInVoices().map((v) => ({
-    name: v.voice_id,
-    voice: `${v.espeak.language}+${v.espeak.variant}`,
-    pitch: v.espeak.pitch,
-    rateWpm: v.espeak.rateWpm,
-    range: v.espeak.range,
-  })),
+  ...builtInVoices().flatMap((v) =>
+    v.espeak
+      ? [
+          {
+            name: v.voice_id,
+            voice: `${v.espeak.language}+${v.espeak.variant}`,
+            pitch: v.espeak.pitch,
+            rateWpm: v.espeak.rateWpm,
+            range: v.espeak.range,
+          },
+        ]
+      : [],
+  ),
   ...VOICES.map(([voice, pitch, rateWpm]) => ({
     name: `espeak ${voice} p${pitch}`,
     voice,
