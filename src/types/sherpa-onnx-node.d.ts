@@ -39,7 +39,16 @@ declare module 'sherpa-onnx-node' {
      * Synthesizes `text` in this thread. The text must yield at least one token: text that yields
      * none (empty, or only words a lexicon lacks) crashes the process in 1.13.8.
      */
-    generate(request: { text: string; sid: number; speed: number }): GeneratedAudio;
+    generate(request: {
+      text: string;
+      sid: number;
+      speed: number;
+      /**
+       * Its settings for this call. Without it the addon's legacy path runs, which shortens silences
+       * to 0.2 of their length whatever the config's `silenceScale` says (1.13.8).
+       */
+      generationConfig?: { sid?: number; speed?: number; silenceScale?: number };
+    }): GeneratedAudio;
   }
   export const version: string;
   const sherpa: { OfflineTts: typeof OfflineTts; version: string };

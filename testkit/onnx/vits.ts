@@ -12,9 +12,11 @@
  *
  * - `tone` (tests): a sine at the speaker's own frequency (`toneHz`), its loudness moved by the frames
  *   (Sigmoid of a MatMul): a voice a test can recognise at the far end of a phone call by its pitch.
- * - `hifigan` (benchmarks): HiFi-GAN's generator as Piper's medium voices have it (ConvTranspose
- *   upsampling by 8, 8, 2, 2 from 512 channels, multi-receptive-field residual blocks of kernels 3, 7
- *   and 11 with dilations 1, 3, 5): the same convolutions at the same sizes, hence the same cost.
+ * - `hifigan` (benchmarks): Piper's medium voice at its size: a text encoder of 6 layers of 192 with
+ *   attention's projections and a 768-wide feed-forward, a flow of 16 gated WaveNet layers at the
+ *   frame rate, and HiFi-GAN's generator as Piper's medium voices have it (ConvTranspose upsampling by
+ *   8, 8, 4 from 256 channels, residual blocks of kernels 3, 5, 7 with dilations (1, 2), (2, 6),
+ *   (3, 12)): the same convolutions at the same sizes, hence about the same cost, with ~16 M weights.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -33,7 +35,7 @@ export interface VitsTestModelOptions {
   /** The text encoder's width and depth. */
   readonly hidden?: number;
   readonly encoderLayers?: number;
-  /** `hifigan`: channels after the first convolution (Piper medium: 512). */
+  /** `hifigan`: channels after the first convolution (Piper medium: 256). */
   readonly decoderChannels?: number;
   /** Words the lexicon spells, besides `TESTKIT_WORDS`. */
   readonly words?: readonly string[];
@@ -73,13 +75,24 @@ export const TESTKIT_WORDS: readonly string[] = (
   .split(' ')
   .filter((w) => w.length > 0);
 
-/** HiFi-GAN as Piper's medium voices configure it. */
+/**
+ * HiFi-GAN as Piper's medium voices configure it (piper_train's default audio config, which its medium
+ * quality keeps: the multi-receptive-field blocks of kind "2", one convolution per dilation).
+ */
 const HIFIGAN = {
-  upsampleRates: [8, 8, 2, 2],
-  upsampleKernels: [16, 16, 4, 4],
-  resblockKernels: [3, 7, 11],
-  dilations: [1, 3, 5],
+  initialChannels: 256,
+  upsampleRates: [8, 8, 4],
+  upsampleKernels: [16, 16, 8],
+  resblockKernels: [3, 5, 7],
+  dilations: [
+    [1, 2],
+    [2, 6],
+    [3, 12],
+  ],
 } as const;
+/** Piper medium's flow: 4 coupling layers of 4 WaveNet layers (kernel 5), at the frame rate. */
+const FLOW_LAYERS = 16;
+const FLOW_KERNEL = 5;
 const LEAKY_SLOPE = 0.1;
 
 function spell(word: string): string[] {
@@ -113,8 +126,14 @@ export async function writeVitsTestModel(
     h = g.op('Add', [h, g.op('Unsqueeze', [speaker, g.int64s([1], [1])])]);
   }
   for (let i = 0; i < encoderLayers; i++) {
-    const up = g.op('Tanh', [g.op('MatMul', [h, g.weight([hidden, 4 * hidden])])]);
-    h = g.op('Tanh', [g.op('Add', [h, g.op('MatMul', [up, g.weight([4 * hidden, hidden])])])]);
+    // A transformer layer's weights and most of its work: attention's four projections, then the
+    // feed-forward (a kernel-3 convolution 192 → 768 → 192 in VITS, here as MatMuls of the same size).
+    let a = h;
+    for (let j = 0; j < (decoder === 'hifigan' ? 4 : 0); j++)
+      a = g.op('MatMul', [a, g.weight([hidden, hidden])]);
+    const width = decoder === 'hifigan' ? 3 * 4 * hidden : 4 * hidden;
+    const up = g.op('Tanh', [g.op('MatMul', [a, g.weight([hidden, width])])]);
+    h = g.op('Tanh', [g.op('Add', [h, g.op('MatMul', [up, g.weight([width, hidden])])])]);
   }
   // Length regulator: every token gets ceil(length_scale × framesPerToken) frames.
   const frames = g.op(
@@ -162,8 +181,7 @@ export async function writeVitsTestModel(
     const envelope = g.op('Add', [g.floats([1], [0.15]), g.op('Mul', [held, g.floats([1], [0.25])])]);
     y = g.op('Mul', [carrier, envelope]);
   } else {
-    const channels = options.decoderChannels ?? 512;
-    let x = g.op('Transpose', [z], { perm: { ints: [0, 2, 1] } }); // [1, H, F]
+    const channels = options.decoderChannels ?? HIFIGAN.initialChannels;
     const conv = (input: string, cin: number, cout: number, k: number, dilation = 1): string =>
       g.op('Conv', [input, g.weight([cout, cin, k]), g.weight([cout], 0.01)], {
         kernel_shape: { ints: [k] },
@@ -171,6 +189,17 @@ export async function writeVitsTestModel(
         pads: { ints: [(dilation * (k - 1)) / 2, (dilation * (k - 1)) / 2] },
       });
     const leaky = (input: string): string => g.op('LeakyRelu', [input], { alpha: { float: LEAKY_SLOPE } });
+    let x = g.op('Transpose', [z], { perm: { ints: [0, 2, 1] } }); // [1, H, F]
+    // The flow, at the frame rate: gated WaveNet layers with residuals.
+    for (let i = 0; i < FLOW_LAYERS; i++) {
+      const gate = g.op('Mul', [
+        g.op('Tanh', [conv(x, hidden, hidden, FLOW_KERNEL)]),
+        g.op('Sigmoid', [conv(x, hidden, hidden, FLOW_KERNEL)]),
+      ]);
+      x = g.op('Add', [x, g.op('Add', [conv(gate, hidden, hidden, 1), conv(gate, hidden, hidden, 1)])]);
+      x = g.op('Mul', [x, g.floats([1], [0.5])]);
+    }
+    // The decoder, from frames to samples.
     x = conv(x, hidden, channels, 7);
     let cin = channels;
     for (const [i, rate] of HIFIGAN.upsampleRates.entries()) {
@@ -182,12 +211,9 @@ export async function writeVitsTestModel(
         pads: { ints: [(k - rate) / 2, (k - rate) / 2] },
       });
       let sum: string | undefined;
-      for (const kernel of HIFIGAN.resblockKernels) {
+      for (const [j, kernel] of HIFIGAN.resblockKernels.entries()) {
         let r = x;
-        for (const d of HIFIGAN.dilations) {
-          const t = conv(leaky(conv(leaky(r), cout, cout, kernel, d)), cout, cout, kernel);
-          r = g.op('Add', [t, r]);
-        }
+        for (const d of HIFIGAN.dilations[j]!) r = g.op('Add', [conv(leaky(r), cout, cout, kernel, d), r]);
         sum = sum === undefined ? r : g.op('Add', [sum, r]);
       }
       x = g.op('Mul', [sum!, g.floats([1], [1 / HIFIGAN.resblockKernels.length])]);

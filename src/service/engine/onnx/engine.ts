@@ -27,6 +27,12 @@ import { estimateWords } from './word-estimate.js';
 export const SHERPA_PACKAGE = 'sherpa-onnx-node';
 const SHERPA_VERSION = '1.13.8';
 
+/**
+ * The model's own pauses, as it makes them (sherpa-onnx shortens them to 0.2 by default: Piper does
+ * not, and a pause shortened in the middle of a sentence sounds rushed).
+ */
+const SILENCE_SCALE = 1;
+
 type Sherpa = typeof import('sherpa-onnx-node').default;
 type OfflineTts = InstanceType<Sherpa['OfflineTts']>;
 
@@ -114,8 +120,7 @@ export class OnnxEngine implements SpeechEngine<'onnx'> {
             debug: false,
           },
           maxNumSentences: 1,
-          // The model's own pauses, as it makes them.
-          silenceScale: 1,
+          silenceScale: SILENCE_SCALE,
         });
         models.push({
           spec,
@@ -147,7 +152,12 @@ export class OnnxEngine implements SpeechEngine<'onnx'> {
       if (!out.audio(OnnxEngine.#none)) return false;
       const input = speakable(sentence.text, spec.frontend, model.words);
       if (input === undefined) continue;
-      const made = tts.generate({ text: input, sid: voice.speaker, speed: voice.rate });
+      const made = tts.generate({
+        text: input,
+        sid: voice.speaker,
+        speed: voice.rate,
+        generationConfig: { sid: voice.speaker, speed: voice.rate, silenceScale: SILENCE_SCALE },
+      });
       const audio = toInt16(made.samples);
       if (timings)
         out.words(estimateWords(sentence, audio, made.sampleRate, (samplesBefore * 1000) / made.sampleRate));
