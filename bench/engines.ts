@@ -4,11 +4,17 @@
  * American variant, what the default voice was before Flite) and for the built-in voices on each of
  * Flite's voices. Also the cost of `/with-timestamps` (Flite runs a second, short pass for words).
  *
+ * And a neural voice (the ONNX engine, sherpa-onnx): no real weights can be fetched here, so the bench
+ * builds a model of a real Piper medium voice's size and shape with random weights (testkit/onnx:
+ * ~15 M weights, 60 MB; the same encoder, flow and HiFi-GAN convolutions, so about the same work per
+ * second of audio), spelling words by a lexicon; its audio is noise, its timing is the point.
+ *
  *   npm run bench -- engines
  */
-import { mkdir, writeFile } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeVitsTestModel } from '../testkit/onnx/vits.js';
 import type { SpeechClient } from '../src/speech/client.js';
 import { startBenchService } from './local-service.js';
 import { fmt, median, percentile, printTable } from './stats.js';
@@ -23,6 +29,9 @@ const PARAGRAPH =
 const BYTES_PER_SECOND = 48_000;
 const RUNS = 30;
 const WHOLE_RUNS = 6;
+
+const ONNX_MODEL = 'piper-medium-size';
+const ONNX_VOICE = `onnx-${ONNX_MODEL}`;
 
 const VOICES: ReadonlyArray<readonly [label: string, voiceId: string]> = [
   ['eSpeak-NG en-us+m3 (the old default)', ESPEAK_VOICE],
@@ -53,13 +62,45 @@ export async function storeEspeakVoice(dataDir: string): Promise<void> {
   );
 }
 
+/** The Piper-medium-sized model, when sherpa-onnx-node is installed (it is an optional dependency). */
+async function onnxModel(
+  dir: string,
+): Promise<{ label: string; parameters: number; bytes: number } | undefined> {
+  try {
+    await import('sherpa-onnx-node');
+  } catch {
+    console.log('(sherpa-onnx-node is not installed: no ONNX row)');
+    return undefined;
+  }
+  const words = `${SHORT} ${PARAGRAPH}`.toLowerCase().match(/[a-z]+/g) ?? [];
+  const m = await writeVitsTestModel(dir, {
+    decoder: 'hifigan',
+    hidden: 192,
+    encoderLayers: 6,
+    // ~70 ms of speech per letter, as people speak.
+    framesPerToken: 6,
+    words,
+  });
+  return {
+    label: `ONNX VITS, Piper medium's size (${(m.parameters / 1e6).toFixed(1)} M weights, random)`,
+    parameters: m.parameters,
+    bytes: m.bytes,
+  };
+}
+
 export async function benchEngines(): Promise<void> {
-  const bench = await startBenchService('engines', storeEspeakVoice);
+  const modelDir = await mkdtemp(join(tmpdir(), 'voxbridge-bench-onnx-'));
+  const onnx = await onnxModel(join(modelDir, ONNX_MODEL));
+  const bench = await startBenchService(
+    'engines',
+    storeEspeakVoice,
+    onnx ? { onnxModels: [{ path: join(modelDir, ONNX_MODEL) }] } : {},
+  );
   const plain = bench.client();
   const timed = bench.client(true);
   try {
     const rows: string[][] = [];
-    for (const [label, voiceId] of VOICES) {
+    for (const [label, voiceId] of onnx ? [...VOICES, [onnx.label, ONNX_VOICE] as const] : VOICES) {
       const firstByte = async (client: SpeechClient, text: string): Promise<number> => {
         const stream = await client.stream({ voiceId, text, outputFormat: 'pcm_24000' });
         for await (const _ of stream) {
@@ -96,5 +137,6 @@ export async function benchEngines(): Promise<void> {
     );
   } finally {
     await bench.close();
+    await rm(modelDir, { recursive: true, force: true });
   }
 }

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SCOPES } from '../src/service/auth.js';
+import type { OnnxModelConfig } from '../src/service/engine/onnx/model-dir.js';
 import { LocalSpeechService } from '../src/service/index.js';
 import { SpeechClient } from '../src/speech/client.js';
 
@@ -22,10 +23,14 @@ export interface BenchService {
 
 const KEY = 'bench-local-service-key-0123456789abcdef';
 
-/** Starts the service; `prepare(dataDir)` runs before it opens its store (to put voices in it). */
+/**
+ * Starts the service; `prepare(dataDir)` runs before it opens its store (to put voices in it);
+ * `onnxModels`, neural voices to load besides the built-in engines.
+ */
 export async function startBenchService(
   name: string,
   prepare?: (dataDir: string) => Promise<void>,
+  options: { onnxModels?: readonly OnnxModelConfig[] } = {},
 ): Promise<BenchService> {
   const dataDir = await mkdtemp(join(tmpdir(), `voxbridge-bench-${name}-`));
   await prepare?.(dataDir);
@@ -33,6 +38,7 @@ export async function startBenchService(
     dataDir,
     keys: [{ id: 'default', key: KEY, scopes: SCOPES }],
     workers: availableParallelism(),
+    ...(options.onnxModels ? { onnxModels: options.onnxModels } : {}),
   });
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');

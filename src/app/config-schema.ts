@@ -37,6 +37,17 @@ const castMemberSchema = z.strictObject({
     .optional(),
 });
 
+/** A neural voice's model directory with its settings (onnx/model-dir.ts's OnnxModelConfig). */
+const onnxModelSchema = z.strictObject({
+  path: z.string().min(1),
+  name: z.string().min(1).max(100).optional(),
+  model: z.string().min(1).optional(),
+  speakers: z.array(z.number().int().min(0)).min(1).max(10_000).optional(),
+  noiseScale: z.number().min(0).max(2).optional(),
+  noiseScaleW: z.number().min(0).max(2).optional(),
+  lengthScale: z.number().min(0.1).max(10).optional(),
+});
+
 const snowflake = z.string().regex(/^\d{1,25}$/, 'must be a Discord id (snowflake)');
 
 const discordSchema = z.strictObject({
@@ -191,6 +202,12 @@ export const configSchema = z.strictObject({
   ),
   service: z.strictObject({
     workers: z.number().int().min(0).max(64),
+    engines: z.strictObject({
+      onnx: z.strictObject({
+        /** Directories of VITS models (a path, or the path with its settings): docs/speech-service.md. */
+        models: z.array(z.union([z.string().min(1), onnxModelSchema])).max(64),
+      }),
+    }),
     /** Speech requests each key of `keys` may have in flight. */
     maxConcurrentPerKey: z.number().int().positive(),
     /**

@@ -6,12 +6,14 @@ import type { Scope } from './auth.js';
 import type { RouteHandler } from '../http/http.js';
 import { KeyRing, type Principal, type ServiceKey } from './auth.js';
 import type { EngineDescriptor } from './engine/engine.js';
+import type { OnnxModelConfig } from './engine/onnx/model-dir.js';
 import { EnginePool } from './engine/pool.js';
 import { sendServiceError, ServiceHttpError } from './http-errors.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import { handleSpeech } from './speech-route.js';
 import { handleAddVoice, handleListVoices, type VoiceLimits } from './voices-route.js';
 import { builtInVoices } from './voices/builtin.js';
+import { onnxVoices } from './voices/onnx.js';
 import { EngineCatalog } from './voices/language.js';
 import { VoiceStore } from './voices/store.js';
 
@@ -22,6 +24,8 @@ export interface LocalSpeechServiceOptions {
   keys: readonly ServiceKey[];
   /** Engine worker threads (each with every engine that loads); 0 or unset = one per core. */
   workers?: number;
+  /** Neural voices the operator brings: ONNX model directories (VITS, Piper), loaded in every worker. */
+  onnxModels?: readonly OnnxModelConfig[];
   /** Speech requests in flight per key, for keys that do not set their own `maxConcurrent`. */
   maxConcurrentPerKey?: number;
   voiceLimits?: Partial<VoiceLimits>;
@@ -65,11 +69,25 @@ export class LocalSpeechService {
     const logger = options.logger ?? pino({ level: 'silent' });
     const keys = new KeyRing(options.keys);
     const voiceLimits = { ...DEFAULT_VOICE_LIMITS, ...options.voiceLimits };
-    const voices = await VoiceStore.open(options.dataDir, builtInVoices(), {
+    const pool = await EnginePool.start({
+      workers: options.workers || availableParallelism(),
+      onnxModels: options.onnxModels,
       logger,
-      maxBytes: voiceLimits.maxStoreBytes,
     });
-    const pool = await EnginePool.start({ workers: options.workers || availableParallelism(), logger });
+    let voices: VoiceStore;
+    try {
+      voices = await VoiceStore.open(
+        options.dataDir,
+        [...builtInVoices(), ...onnxVoices(pool.engine('onnx'))],
+        {
+          logger,
+          maxBytes: voiceLimits.maxStoreBytes,
+        },
+      );
+    } catch (error) {
+      await pool.close();
+      throw error;
+    }
     logger.info(
       { engines: pool.engines.map((e) => e.id), unavailable: pool.unavailable.map((e) => e.id) },
       `speech engines: ${pool.engines.map((e) => `${e.name} (${e.licence.spdx})`).join(', ')}`,

@@ -1,11 +1,12 @@
 /**
  * The engines behind the local service: Flite speaks English by default, eSpeak-NG (an optional
- * dependency) the languages Flite lacks, chosen by `language_code`; and a process where eSpeak-NG is
- * not installed (what `npm ci --omit=optional` leaves) still starts and speaks, and says why it cannot
- * speak German.
+ * dependency) the languages Flite lacks, chosen by `language_code`; and a process where the optional
+ * dependencies are not installed (what `npm ci --omit=optional` leaves) still starts and speaks, says
+ * why it cannot speak German, and that the ONNX models it was given cannot be loaded without
+ * sherpa-onnx-node.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledModule } from '../../src/paths.js';
 import { analyzeSpeech } from '../../src/service/voices/analyze.js';
 import { BUILT_IN_VOICE_ID, BUILT_IN_VOICE_IDS } from '../../src/service/voices/builtin.js';
+import { writeVitsTestModel } from '../../testkit/onnx/vits.js';
 import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
 
 const GERMAN = 'Guten Morgen, wie geht es Ihnen heute?';
@@ -86,7 +88,7 @@ describe('with every engine installed', () => {
   });
 });
 
-describe('with eSpeak-NG not installed (npm ci --omit=optional)', () => {
+describe('with the optional engines not installed (npm ci --omit=optional)', () => {
   let child: ChildProcess;
   let dataDir: string;
   let url: string;
@@ -95,11 +97,16 @@ describe('with eSpeak-NG not installed (npm ci --omit=optional)', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'voxbridge-no-espeak-'));
-    const hook = fileURLToPath(new URL('../fixtures/without-espeak.mjs', import.meta.url));
+    // A model that would load, were sherpa-onnx-node installed.
+    const model = await writeVitsTestModel(join(dataDir, 'model'));
+    const config = join(dataDir, 'config.json');
+    await writeFile(config, JSON.stringify({ service: { engines: { onnx: { models: [model.dir] } } } }));
+    const hook = fileURLToPath(new URL('../fixtures/without-optional.mjs', import.meta.url));
     child = spawn(process.execPath, ['--import', hook, compiledModule('app/main.js').pathname], {
       env: {
         PATH: process.env['PATH'] ?? '',
         PORT: '0',
+        VOXBRIDGE_CONFIG: config,
         DATA_DIR: dataDir,
         LOG_LEVEL: 'info',
         SPEECH_API_KEY: key,
@@ -122,8 +129,9 @@ describe('with eSpeak-NG not installed (npm ci --omit=optional)', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('starts, says eSpeak-NG is not available, and speaks every built-in voice with Flite', async () => {
+  it('starts, says eSpeak-NG and the ONNX engine are not available, and speaks every built-in voice with Flite', async () => {
     expect(output).toMatch(/speech engine espeak-ng is not available: its package is not installed/);
+    expect(output).toMatch(/speech engine onnx is not available: its package is not installed/);
     const list = (await (
       await fetch(`${url}/api/speech/v2/voices?page_size=100`, { headers: { 'xi-api-key': key } })
     ).json()) as { voices: Array<{ voice_id: string }> };

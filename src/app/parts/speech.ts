@@ -63,6 +63,9 @@ export async function startSpeech(
         })),
       ],
       workers: config.service.workers,
+      onnxModels: config.service.engines.onnx.models.map((m) =>
+        typeof m === 'string' ? { path: resolve(m) } : { ...m, path: resolve(m.path) },
+      ),
       maxConcurrentPerKey: perKey,
       voiceLimits: config.service.voices,
       logger: logger.child({ part: 'speech-service' }),

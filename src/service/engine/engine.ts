@@ -9,7 +9,7 @@
  * thread (eSpeak-NG and Flite do: they are synchronous WebAssembly), so an engine polls for
  * cancellation through its output (`audio()` answers false) rather than waiting for a message.
  */
-import type { EngineId, VoiceParamsOf } from './voice-params.js';
+import type { EngineId, VoiceParams, VoiceParamsOf } from './voice-params.js';
 
 export type { EngineId } from './voice-params.js';
 
@@ -36,6 +36,10 @@ export interface EngineVoice {
   readonly gender?: 'male' | 'female' | undefined;
   /** The rate it synthesizes at, before the engine resamples to `OUTPUT_SAMPLE_RATE`. */
   readonly sampleRate: number;
+  /** For people, when the engine names it beyond its id (an ONNX model's speaker). */
+  readonly name?: string | undefined;
+  /** The settings that speak it as it is, for an engine whose voices are offered as they are (ONNX). */
+  readonly params?: VoiceParams | undefined;
 }
 
 export interface EngineDescriptor {
@@ -46,6 +50,8 @@ export interface EngineDescriptor {
   /** Lower-case BCP 47 tags of every language it speaks (`en`, `en-us`, `de`, `pt-br`, …). */
   readonly languages: readonly string[];
   readonly voices: readonly EngineVoice[];
+  /** Parts of it that did not load (a configured ONNX model), and why: the rest works. */
+  readonly skipped?: ReadonlyArray<{ readonly what: string; readonly reason: string }> | undefined;
 }
 
 /**

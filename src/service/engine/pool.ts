@@ -3,7 +3,8 @@ import { AsyncQueue } from '../../async/queue.js';
 import { WorkerPool, type WorkerJob } from '../../async/worker-pool.js';
 import { compiledModule } from '../../paths.js';
 import { OUTPUT_SAMPLE_RATE, type EngineDescriptor, type EngineId, type WordTiming } from './engine.js';
-import type { EngineUnavailable } from './engines.js';
+import type { EngineOptions, EngineUnavailable } from './engines.js';
+import { inspectOnnxModels, type OnnxModelConfig } from './onnx/model-dir.js';
 import {
   CANCEL_SLOT,
   type EngineWorkerReady,
@@ -58,6 +59,8 @@ const NO_SAMPLES = new Int16Array(0);
 export interface EnginePoolOptions {
   /** Worker threads, each with one instance of every engine that loads. */
   workers: number;
+  /** Neural voices the operator brings (`service.engines.onnx.models`); none by default. */
+  onnxModels?: readonly OnnxModelConfig[] | undefined;
   logger?: Logger | undefined;
 }
 
@@ -68,7 +71,9 @@ export interface EnginePoolOptions {
  * through it.
  */
 const WARM_TEXT = 'Warming up: the quick brown fox jumps over the lazy dog, 23 times.';
-const WARM_VOICES: Readonly<Record<EngineId, readonly VoiceParams[]>> = {
+/** ONNX Runtime's first run of a model allocates its buffers; words only, which any lexicon has. */
+const ONNX_WARM_TEXT = 'Warming up: the quick brown fox jumps over the lazy dog.';
+const WARM_VOICES: Readonly<Record<Exclude<EngineId, 'onnx'>, readonly VoiceParams[]>> = {
   flite: [
     { engine: 'flite', voice: 'kal16', f0Hz: 95, f0RangeHz: 11, rate: 1 },
     { engine: 'flite', voice: 'rms', f0Hz: 98, f0RangeHz: 24, rate: 1 },
@@ -77,6 +82,15 @@ const WARM_VOICES: Readonly<Record<EngineId, readonly VoiceParams[]>> = {
     { engine: 'espeak-ng', language: 'en-us', variant: 'm3', pitch: 50, range: 50, rateWpm: 175 },
   ],
 };
+
+/** What to warm an engine with: its stock voices, or the first voice of each ONNX model. */
+function warmVoices(engine: EngineDescriptor): readonly VoiceParams[] {
+  if (engine.id !== 'onnx') return WARM_VOICES[engine.id];
+  const byModel = new Map<string, VoiceParams>();
+  for (const v of engine.voices)
+    if (v.params?.engine === 'onnx' && !byModel.has(v.params.model)) byModel.set(v.params.model, v.params);
+  return [...byModel.values()];
+}
 
 /**
  * A fixed set of engine workers fed from one queue. A request synthesizes its text piece by piece, one
@@ -101,6 +115,10 @@ export class EnginePool {
   static async start(options: EnginePoolOptions): Promise<EnginePool> {
     const count = Math.max(1, options.workers);
     const cancels = Array.from({ length: count }, () => new Int32Array(new SharedArrayBuffer(4)));
+    // Checked here, before any worker hands a model to sherpa-onnx, which ends the process on some
+    // faults of a model instead of throwing (onnx/model-dir.ts).
+    const onnx = await inspectOnnxModels(options.onnxModels ?? []);
+    const engineOptions: EngineOptions = { onnxModels: onnx.models };
     let ready: EngineWorkerReady | undefined;
     const workers = await WorkerPool.start<ToWorker, FromWorker, EngineWorkerReady>({
       // The worker runs compiled JavaScript, also when this file runs from source under the test runner.
@@ -108,7 +126,7 @@ export class EnginePool {
       name: 'engine worker',
       workers: count,
       // A replacement shares its slot's cancel word: job ids are never reused, so none is stale.
-      workerData: (slot) => ({ cancel: cancels[slot]!.buffer }),
+      workerData: (slot) => ({ cancel: cancels[slot]!.buffer, options: engineOptions }),
       maxQueuedJobs: MAX_QUEUED_JOBS,
       logger: options.logger,
       onReady: (_slot, message) => {
@@ -117,14 +135,23 @@ export class EnginePool {
     });
     const pool = new EnginePool(workers, cancels, ready!.engines, ready!.unavailable);
     for (const { id, reason } of pool.unavailable)
-      options.logger?.info({ engine: id }, `speech engine ${id} is not available: ${reason}`);
+      options.logger?.[id === 'onnx' ? 'warn' : 'info'](
+        { engine: id },
+        `speech engine ${id} is not available: ${reason}`,
+      );
+    for (const { what, reason } of [...onnx.skipped, ...(pool.engine('onnx')?.skipped ?? [])])
+      options.logger?.warn({ engine: 'onnx' }, `speech engine onnx: skipped ${what}: ${reason}`);
     try {
       await Promise.all(
         cancels.map(async () => {
           for (const engine of pool.engines)
-            for (const voice of WARM_VOICES[engine.id])
+            for (const voice of warmVoices(engine))
               // With timings: the path of voxbridge's own requests (Flite's token pass included).
-              for await (const _ of pool.synthesizeTimed(WARM_TEXT, voice, AbortSignal.timeout(30_000))) {
+              for await (const _ of pool.synthesizeTimed(
+                engine.id === 'onnx' ? ONNX_WARM_TEXT : WARM_TEXT,
+                voice,
+                AbortSignal.timeout(30_000),
+              )) {
                 /* discard */
               }
         }),

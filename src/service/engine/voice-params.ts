@@ -40,7 +40,22 @@ export interface EspeakVoiceParams {
   readonly effect?: VoiceEffect | undefined;
 }
 
-export type VoiceParams = FliteVoiceParams | EspeakVoiceParams;
+/**
+ * A neural voice the operator brought (sherpa-onnx, `onnx/`): one speaker of one of the configured
+ * models, at a pace relative to the model's own.
+ */
+export interface OnnxVoiceParams {
+  readonly engine: 'onnx';
+  /** The model's id (`model-dir.ts`: from its configured name). */
+  readonly model: string;
+  /** The model's speaker id (0 for a single-speaker model). */
+  readonly speaker: number;
+  /** Pace relative to the model's own: 1.25 speaks in 80 % of the time (sherpa-onnx's `speed`). */
+  readonly rate: number;
+  readonly effect?: VoiceEffect | undefined;
+}
+
+export type VoiceParams = FliteVoiceParams | EspeakVoiceParams | OnnxVoiceParams;
 
 /** The engines this service knows (`engine.ts`), one per shape of parameters here. */
 export type EngineId = VoiceParams['engine'];

@@ -12,7 +12,7 @@ import {
   type SynthesisOutput,
   type WordTiming,
 } from './engine.js';
-import { loadEngines } from './engines.js';
+import { loadEngines, type EngineOptions } from './engines.js';
 import {
   CANCEL_SLOT,
   type EngineWorkerReady,
@@ -23,9 +23,10 @@ import {
 
 const port = parentPort;
 if (!port) throw new Error('engine worker must run in a worker thread');
-const cancel = new Int32Array((workerData as { cancel: SharedArrayBuffer }).cancel);
+const data = workerData as { cancel: SharedArrayBuffer; options: EngineOptions };
+const cancel = new Int32Array(data.cancel);
 
-const { engines, unavailable } = await loadEngines();
+const { engines, unavailable } = await loadEngines(data.options);
 const byId = new Map<EngineId, SpeechEngine>(engines.map((e) => [e.descriptor.id, e]));
 const whisperer = new Whisperer(OUTPUT_SAMPLE_RATE);
 

@@ -22,16 +22,22 @@ export function deriveVoiceParams(analyses: readonly SpeechAnalysis[]): VoiceEng
 
 const FLITE_MIN_RATE = 0.5;
 const FLITE_MAX_RATE = 2.2;
+/** VITS stays intelligible over about this span of its length scale. */
+const ONNX_MIN_RATE = 0.5;
+const ONNX_MAX_RATE = 2;
 
 /**
  * How the vendor's settings move a parametric voice: `speed` scales the speaking rate; lower
  * `stability` and higher `style` widen the pitch range (livelier intonation). `similarity_boost` and
- * `use_speaker_boost` are accepted and have no effect here.
+ * `use_speaker_boost` are accepted and have no effect here. A neural (ONNX) voice takes `speed` only:
+ * its intonation is the model's.
  */
 export function applySettings<P extends VoiceParams>(base: P, settings: VoiceSettings): P {
   const speed = settings.speed ?? VOICE_SETTING_RANGES.speed.default;
   const stability = settings.stability ?? VOICE_SETTING_RANGES.stability.default;
   const style = settings.style ?? VOICE_SETTING_RANGES.style.default;
+  if (base.engine === 'onnx')
+    return { ...base, rate: Math.min(ONNX_MAX_RATE, Math.max(ONNX_MIN_RATE, base.rate * speed)) };
   if (base.engine === 'espeak-ng') {
     const range = base.range * (1.5 - stability) + style * 30;
     return {
