@@ -71,9 +71,11 @@ function defaultOf(node: unknown): string {
 
 function pairOf(map: YAMLMap | undefined, key: string): { value: unknown; comment: string } | undefined {
   if (!map) return undefined;
-  for (const pair of map.items) {
+  for (const [index, pair] of map.items.entries()) {
     const k = pair.key as YamlNode | undefined;
-    if (isScalar(k) && k.value === key) return { value: pair.value, comment: comment(k.commentBefore) };
+    // The comment above a section's first key is the section's own node's (the YAML parser's way).
+    const before = k?.commentBefore ?? (index === 0 ? map.commentBefore : undefined);
+    if (isScalar(k) && k.value === key) return { value: pair.value, comment: comment(before) };
   }
   return undefined;
 }
