@@ -15,12 +15,7 @@ import type {
   FlowTransfer,
   FlowTransferOutcome,
 } from '../../src/flows/runner.js';
-import {
-  CallControlError,
-  parseCallTarget,
-  type TransferOptions,
-  type TransferResult,
-} from '../../src/call-control/index.js';
+import { CallControlError, type TransferResult } from '../../src/call-control/index.js';
 import type { FlowGrammars } from '../../src/flows/grammars.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
@@ -44,7 +39,13 @@ import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import { CallRelay, type CallRelays } from './call-relay.js';
 import { CLOSE } from '../../src/http/ws-close.js';
 import { EventLog } from './event-log.js';
-import { callRefOf, controlOf, type CallControls, type PlacedCallLink } from './call-control-link.js';
+import {
+  callRefOf,
+  hangUpAtGateway,
+  transferAtGateway,
+  type CallControls,
+  type PlacedCallLink,
+} from './call-control-link.js';
 import { FalseBargeIn, type FalseBargeInSettings } from './false-barge-in.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
 import { postEvent, type PostJson } from './webhooks.js';
@@ -554,36 +555,16 @@ export class Call extends EventEmitter<CallEvents> {
     if (state.status === 'active') {
       // Silent at once: the REST request may take a moment, and nothing said meanwhile would be heard.
       state.speaker.interrupt({ force: true });
-      await this.hangUpAtGateway(state.stream, signal);
+      await hangUpAtGateway(this.options.controls, this.gateway, callRefOf(state.stream, this.#placed), {
+        log: this.log,
+        signal,
+      });
       const message = this.options.gateway.encodeHangup(state.stream);
       if (message !== undefined && this.#state.status === 'active')
         this.options.transport.send(message, () => undefined);
     }
     this.end('hung up', handoffData);
     this.options.close(CLOSE.normal, 'call ended');
-  }
-
-  /** The REST hang-up, where there is a port for it; never throws. */
-  private async hangUpAtGateway(stream: StreamInfo, signal: AbortSignal | undefined): Promise<void> {
-    const { controls } = this.options;
-    if (!controls?.hangUpAtGateway) return;
-    const available = controls.port(this.gateway);
-    if (!available.ok || !available.control.capabilities.hangUp) return;
-    try {
-      const result = await available.control.hangUp(
-        callRefOf(stream, this.#placed),
-        signal ? { signal } : {},
-      );
-      this.log.info({ alreadyEnded: result.alreadyEnded }, 'hung up at the gateway');
-    } catch (error) {
-      this.log.warn(
-        {
-          code: error instanceof CallControlError ? error.code : undefined,
-          err: (error as Error).message,
-        },
-        'the gateway could not hang up the call: closing its stream only',
-      );
-    }
   }
 
   /**
@@ -595,32 +576,27 @@ export class Call extends EventEmitter<CallEvents> {
   async transfer(request: FlowTransfer, signal?: AbortSignal): Promise<TransferResult> {
     const state = this.#state;
     if (state.status !== 'active') throw new CallNotActiveError(this.id, state.status);
-    const failed = (error: CallControlError): CallControlError => {
-      this.emitEvent({
-        type: 'transfer',
-        status: 'failed',
-        mode: request.mode,
-        to: request.to,
-        code: error.code,
-        error: error.message,
-      });
-      return error;
-    };
+    // Hanging up, or already transferred: there is no caller left to send anywhere.
+    if (this.#ending !== undefined) throw new CallNotActiveError(this.id, 'ended');
     let result: TransferResult;
     try {
-      const control = controlOf(this.options.controls, this.gateway, 'transfer');
-      const target = parseCallTarget(request.to, control.gateway, 'transfer');
-      const options: TransferOptions = {
-        mode: request.mode,
-        ...(request.callerId === undefined ? {} : { callerId: request.callerId }),
-        ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
-        ...(request.summary === undefined ? {} : { summary: request.summary }),
-        ...(request.holdMusicUrl === undefined ? {} : { holdMusicUrl: request.holdMusicUrl }),
-        ...(signal ? { signal } : {}),
-      };
-      result = await control.transfer(callRefOf(state.stream, this.#placed), target, options);
+      result = await transferAtGateway(
+        this.options.controls,
+        this.gateway,
+        callRefOf(state.stream, this.#placed),
+        request,
+        signal,
+      );
     } catch (error) {
-      if (error instanceof CallControlError) throw failed(error);
+      if (error instanceof CallControlError)
+        this.emitEvent({
+          type: 'transfer',
+          status: 'failed',
+          mode: request.mode,
+          to: request.to,
+          code: error.code,
+          error: error.message,
+        });
       throw error;
     }
     this.log.info({ mode: request.mode, to: request.to }, 'transferred by the gateway');
