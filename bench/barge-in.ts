@@ -73,9 +73,19 @@ export class Caller {
   private queue: Uint8Array[] = [];
   private readonly timer: NodeJS.Timeout;
 
-  constructor(url: string, i: number) {
-    this.callSid = `CA${String(i).padStart(32, '0')}`;
+  private readonly customParameters: Record<string, string>;
+  private readonly accountSid: string;
+
+  /** `options`: the call as a gateway's REST API knows it (its sid, account) and the stream's parameters. */
+  constructor(
+    url: string,
+    i: number,
+    options: { callSid?: string; accountSid?: string; customParameters?: Record<string, string> } = {},
+  ) {
+    this.callSid = options.callSid ?? `CA${String(i).padStart(32, '0')}`;
     this.streamSid = `MZ${String(i).padStart(32, '0')}`;
+    this.customParameters = options.customParameters ?? {};
+    this.accountSid = options.accountSid ?? 'AC0';
     this.ws = new WebSocket(url);
     this.ws.on('message', (data: Buffer) => {
       const m = JSON.parse(data.toString('utf8')) as {
@@ -115,12 +125,12 @@ export class Caller {
       event: 'start',
       sequenceNumber: String(++this.seq),
       start: {
-        accountSid: 'AC0',
+        accountSid: this.accountSid,
         streamSid: this.streamSid,
         callSid: this.callSid,
         tracks: ['inbound'],
         mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
-        customParameters: {},
+        customParameters: this.customParameters,
       },
       streamSid: this.streamSid,
     });

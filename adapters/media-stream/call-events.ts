@@ -42,6 +42,39 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       flow: string;
     } & GatherResult)
   | { type: 'call.ended'; reason: string; handoffData?: string }
+  /** An outbound call the gateway accepted: the callee's phone rings (`POST /calls`). */
+  | { type: 'call.ringing'; gateway: GatewayName; to: string; from: string; providerCallId: string | null }
+  /** The callee answered: the call's media stream came back to voxbridge. */
+  | {
+      type: 'call.answered';
+      gateway: GatewayName;
+      streamId: string;
+      providerCallId: string | null;
+      /** From the request to the stream's start message (ms). */
+      ringMs: number;
+    }
+  /**
+   * An outbound call that never got to voxbridge: the gateway refused it (its code and reason), or no
+   * media stream came within `calls.control.answerTimeoutMs` (`no_media`), or it was cancelled.
+   */
+  | {
+      type: 'call.failed';
+      gateway: GatewayName;
+      code: string;
+      reason: string;
+      providerCode?: string | undefined;
+      status?: number | undefined;
+    }
+  /** A transfer through the gateway's call control: done (the caller left voxbridge), or failed. */
+  | {
+      type: 'transfer';
+      status: 'done' | 'failed';
+      mode: 'cold' | 'warm';
+      to: string;
+      targetCallId?: string | undefined;
+      code?: string | undefined;
+      error?: string | undefined;
+    }
   | {
       type: 'relay';
       relay: string;
@@ -115,6 +148,41 @@ export function toWire(event: CallEvent): Record<string, unknown> {
         ...head,
         reason: event.reason,
         ...(event.handoffData === undefined ? {} : { handoff_data: event.handoffData }),
+      };
+    case 'call.ringing':
+      return {
+        ...head,
+        gateway: event.gateway,
+        to: event.to,
+        from: event.from,
+        provider_call_id: event.providerCallId,
+      };
+    case 'call.answered':
+      return {
+        ...head,
+        gateway: event.gateway,
+        stream_id: event.streamId,
+        provider_call_id: event.providerCallId,
+        ring_ms: event.ringMs,
+      };
+    case 'call.failed':
+      return {
+        ...head,
+        gateway: event.gateway,
+        code: event.code,
+        reason: event.reason,
+        ...(event.providerCode === undefined ? {} : { provider_code: event.providerCode }),
+        ...(event.status === undefined ? {} : { status: event.status }),
+      };
+    case 'transfer':
+      return {
+        ...head,
+        status: event.status,
+        mode: event.mode,
+        to: event.to,
+        ...(event.targetCallId === undefined ? {} : { target_call_id: event.targetCallId }),
+        ...(event.code === undefined ? {} : { code: event.code }),
+        ...(event.error === undefined ? {} : { error: event.error }),
       };
     case 'relay':
       return {

@@ -8,7 +8,14 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { WireFormat } from '../../src/audio/framer.js';
-import type { FlowRelayOutcome, FlowRelaySpec, FlowSayResult } from '../../src/flows/runner.js';
+import type {
+  FlowRelayOutcome,
+  FlowRelaySpec,
+  FlowSayResult,
+  FlowTransfer,
+  FlowTransferOutcome,
+} from '../../src/flows/runner.js';
+import { CallControlError, type TransferResult } from '../../src/call-control/index.js';
 import type { FlowGrammars } from '../../src/flows/grammars.js';
 import type { Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
@@ -32,6 +39,13 @@ import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import { CallRelay, type CallRelays } from './call-relay.js';
 import { CLOSE } from '../../src/http/ws-close.js';
 import { EventLog } from './event-log.js';
+import {
+  callRefOf,
+  hangUpAtGateway,
+  transferAtGateway,
+  type CallControls,
+  type PlacedCallLink,
+} from './call-control-link.js';
 import { FalseBargeIn, type FalseBargeInSettings } from './false-barge-in.js';
 import { PhoneSink, type MediaTransport } from './phone-sink.js';
 import { postEvent, type PostJson } from './webhooks.js';
@@ -88,10 +102,17 @@ export interface CallOptions {
   urlParameters?: Readonly<Record<string, string>>;
   /**
    * Asked once the start message names the call, before anything is set up for it: a refusal (no room,
-   * or another connection already has the call's id) closes the connection with its code and reason.
+   * or another connection already has the call's id) closes the connection with its code and reason;
+   * a call voxbridge placed itself is given its placement, whose id and events it takes on.
    */
-  admit?: (stream: StreamInfo) => CallRefusal | undefined;
+  admit?: (stream: StreamInfo) => CallAdmission;
+  /** The gateways' call control: hanging up at the gateway, transfers. None: the stream only. */
+  controls?: CallControls | undefined;
 }
+
+/** Whether a call may start, and, for one voxbridge placed, its placement. */
+export type CallAdmission =
+  { readonly refused: CallRefusal } | { readonly refused?: undefined; readonly placed?: PlacedCallLink };
 
 /**
  * Outbound frames paced and sent two at a time (40 ms a message, well inside the 200 ms lead): half the
@@ -156,10 +177,16 @@ export class Call extends EventEmitter<CallEvents> {
   #state: CallState = { status: 'connecting' };
   /** The relay the call's flow handed it to, while it runs. */
   #relay: CallRelay | undefined;
-  private readonly events = new EventLog();
+  private events = new EventLog();
   private readonly options: CallOptions;
   /** The gateway's logger; once the call starts, with its call and stream ids on every line. */
   private log: Logger;
+  /** Set when voxbridge placed this call (`POST /calls`): the placement it continues. */
+  #placed: PlacedCallLink | undefined;
+  /** A hang-up under way (at the gateway, then the stream), so that a second one waits for it. */
+  #hangingUp: Promise<void> | undefined;
+  /** Why the call is ending when voxbridge ends it: the stream closing meanwhile does not change it. */
+  #ending: { reason: string; handoffData?: string | undefined } | undefined;
 
   constructor(options: CallOptions) {
     super();
@@ -180,6 +207,11 @@ export class Call extends EventEmitter<CallEvents> {
 
   get speaker(): Speaker | undefined {
     return this.#state.status === 'active' ? this.#state.speaker : undefined;
+  }
+
+  /** `outbound` for a call voxbridge placed (`POST /calls`), else `inbound`. */
+  get direction(): 'inbound' | 'outbound' {
+    return this.#placed === undefined ? 'inbound' : 'outbound';
   }
 
   /** Name of the flow this call runs (or ran), if any. */
@@ -297,19 +329,27 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   private start(started: StreamInfo): void {
-    const refusal = this.options.admit?.(started);
-    if (refusal) {
-      this.refuse(refusal, { callId: started.callId, streamId: started.streamId });
+    const admission = this.options.admit?.(started);
+    if (admission?.refused) {
+      this.refuse(admission.refused, { callId: started.callId, streamId: started.streamId });
       return;
     }
+    const placed = admission?.placed;
     // Query parameters of the stream URL count as call parameters (Exotel appends custom parameters
     // there); what the start message says wins. Both are bounded (`PARAMETER_LIMITS`).
     const limited = limitParameters({ ...this.options.urlParameters, ...started.parameters });
     const stream: StreamInfo = { ...started, parameters: limited.parameters };
     const { settings, clock } = this.options;
-    this.id = stream.callId;
+    // A call voxbridge placed keeps the id `POST /calls` answered with, and its events so far.
+    this.#placed = placed;
+    this.id = placed?.id ?? stream.callId;
+    if (placed) this.events = placed.events;
     this.streamId = stream.streamId;
-    this.log = this.options.logger.child({ callId: stream.callId, streamId: stream.streamId });
+    this.log = this.options.logger.child({
+      callId: this.id,
+      streamId: stream.streamId,
+      ...(placed ? { gatewayCallId: stream.callId } : {}),
+    });
     if (limited.dropped > 0)
       this.log.warn(
         {
@@ -399,15 +439,23 @@ export class Call extends EventEmitter<CallEvents> {
         ...chosen,
         call: {
           id: this.id,
-          fields: {
-            from: stream.parameters['from'] ?? stream.parameters['From'] ?? '',
-            to: stream.parameters['to'] ?? stream.parameters['To'] ?? '',
-            direction: stream.parameters['direction'] ?? 'inbound',
-            accountSid: stream.accountSid ?? '',
-          },
+          fields: placed
+            ? {
+                from: placed.from,
+                to: placed.to,
+                direction: 'outbound-api',
+                accountSid: stream.accountSid ?? '',
+              }
+            : {
+                from: stream.parameters['from'] ?? stream.parameters['From'] ?? '',
+                to: stream.parameters['to'] ?? stream.parameters['To'] ?? '',
+                direction: stream.parameters['direction'] ?? 'inbound',
+                accountSid: stream.accountSid ?? '',
+              },
           say: (text, o) => this.sayForFlow(text, o),
           play: async (audio, o) => ({ status: (await this.say(audio, o).result).status }),
           hangup: (handoffData) => this.hangup(handoffData),
+          transfer: (request, signal) => this.transferForFlow(request, signal),
           relay: (spec, signal) => this.runRelay(spec, signal),
           listen: listener && ((grammar, signal) => listener.listen(grammar, signal)),
         },
@@ -487,27 +535,121 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   /**
-   * Hangs up where the gateway can, else closes the connection; the call ends either way, its
-   * `call.ended` carrying `handoffData` when a relay app gave some.
+   * Hangs up: at the gateway first (its REST API, where its port has credentials and
+   * `calls.control.hangUpAtGateway` is on), then with the gateway's hang-up message where it has one,
+   * then the connection is closed; the call ends either way, its `call.ended` carrying `handoffData`
+   * when a relay app gave some. A failed REST hang-up is logged and the stream is closed all the same.
    */
-  async hangup(handoffData?: string): Promise<void> {
+  hangup(handoffData?: string, options: { signal?: AbortSignal } = {}): Promise<void> {
     const state = this.#state;
-    if (state.status === 'ended') return;
+    // Ended, or leaving for a transfer: hanging up now would end the call where it went.
+    if (state.status === 'ended' || (this.#ending !== undefined && this.#hangingUp === undefined))
+      return Promise.resolve();
+    this.#hangingUp ??= this.hangUpNow(handoffData, options.signal);
+    return this.#hangingUp;
+  }
+
+  private async hangUpNow(handoffData: string | undefined, signal: AbortSignal | undefined): Promise<void> {
+    this.#ending = { reason: 'hung up', handoffData };
+    const state = this.#state;
     if (state.status === 'active') {
+      // Silent at once: the REST request may take a moment, and nothing said meanwhile would be heard.
+      state.speaker.interrupt({ force: true });
+      await hangUpAtGateway(this.options.controls, this.gateway, callRefOf(state.stream, this.#placed), {
+        log: this.log,
+        signal,
+      });
       const message = this.options.gateway.encodeHangup(state.stream);
-      if (message !== undefined) this.options.transport.send(message, () => undefined);
+      if (message !== undefined && this.#state.status === 'active')
+        this.options.transport.send(message, () => undefined);
     }
     this.end('hung up', handoffData);
     this.options.close(CLOSE.normal, 'call ended');
+  }
+
+  /**
+   * Sends the caller to `request.to` through the gateway's call control (cold, or warm where the
+   * gateway can). Once the gateway has them, not one more frame of ours is sent, and the call leaves
+   * voxbridge in the next turn of the event loop (a flow that asked first reports it). Throws a
+   * `CallControlError` (nothing changed: the call goes on here) or `CallNotActiveError`.
+   */
+  async transfer(request: FlowTransfer, signal?: AbortSignal): Promise<TransferResult> {
+    const state = this.#state;
+    if (state.status !== 'active') throw new CallNotActiveError(this.id, state.status);
+    // Hanging up, or already transferred: there is no caller left to send anywhere.
+    if (this.#ending !== undefined) throw new CallNotActiveError(this.id, 'ended');
+    let result: TransferResult;
+    try {
+      result = await transferAtGateway(
+        this.options.controls,
+        this.gateway,
+        callRefOf(state.stream, this.#placed),
+        request,
+        signal,
+      );
+    } catch (error) {
+      if (error instanceof CallControlError)
+        this.emitEvent({
+          type: 'transfer',
+          status: 'failed',
+          mode: request.mode,
+          to: request.to,
+          code: error.code,
+          error: error.message,
+        });
+      throw error;
+    }
+    this.log.info({ mode: request.mode, to: request.to }, 'transferred by the gateway');
+    this.emitEvent({
+      type: 'transfer',
+      status: 'done',
+      mode: request.mode,
+      to: request.to,
+      ...(result.targetCallId === undefined ? {} : { targetCallId: result.targetCallId }),
+    });
+    const now = this.#state;
+    if (now.status === 'active') now.speaker.interrupt({ force: true });
+    this.#ending = { reason: 'transferred' };
+    setImmediate(() => {
+      this.end('transferred');
+      this.options.close(CLOSE.normal, 'call transferred');
+    });
+    return result;
+  }
+
+  /** A flow's transfer: what went wrong is an outcome the flow branches on, never a throw (but the call's end). */
+  private async transferForFlow(request: FlowTransfer, signal: AbortSignal): Promise<FlowTransferOutcome> {
+    try {
+      const result = await this.transfer(request, signal);
+      return { ok: true, targetCallId: result.targetCallId };
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (error instanceof CallControlError) return { ok: false, code: error.code, message: error.message };
+      if (error instanceof CallNotActiveError)
+        return { ok: false, code: 'not_active', message: error.message };
+      // A document host that could not publish, and the like: still a transfer that did not happen.
+      this.log.error({ err: error }, 'transfer failed');
+      return { ok: false, code: 'error', message: (error as Error).message };
+    }
   }
 
   /** The connection closed (or the gateway said stop): stop speaking at once, release everything. */
   end(reason: string, handoffData?: string): void {
     const state = this.#state;
     if (state.status === 'ended') return;
-    this.setState({ status: 'ended', reason, flow: state.status === 'active' ? state.flow : undefined });
-    this.emitEvent({ type: 'call.ended', reason, ...(handoffData === undefined ? {} : { handoffData }) });
-    this.emit('ended', reason);
+    // Ended by voxbridge (a hang-up, a transfer): the stream closing on the way does not change why.
+    const why = this.#ending ?? { reason, handoffData };
+    this.setState({
+      status: 'ended',
+      reason: why.reason,
+      flow: state.status === 'active' ? state.flow : undefined,
+    });
+    this.emitEvent({
+      type: 'call.ended',
+      reason: why.reason,
+      ...(why.handoffData === undefined ? {} : { handoffData: why.handoffData }),
+    });
+    this.emit('ended', why.reason);
   }
 
   private onDigit(state: ActiveState, digit: string): void {

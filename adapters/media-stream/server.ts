@@ -16,7 +16,9 @@ import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import type { WireFormat } from '../../src/audio/framer.js';
 import { authorizeUpgrade, type MediaAuthSecrets } from './auth.js';
 import type { CallEvent } from './call-events.js';
-import { Call, type CallRefusal, type CallSettings } from './call.js';
+import { Call, type CallAdmission, type CallSettings } from './call.js';
+import type { CallControls } from './call-control-link.js';
+import type { OutboundCalls } from './outbound-calls.js';
 import type { Aligner } from '../../src/speaker/word-alignment.js';
 import type { TurnRecognizer } from './call-listen.js';
 import { CLOSE, closeReason } from '../../src/http/ws-close.js';
@@ -64,6 +66,10 @@ export interface MediaStreamServerOptions {
   /** Times the words of speech that came without character timings (every call's speaker). */
   aligner?: Aligner | undefined;
   post?: ((url: string, body: unknown, signal: AbortSignal) => Promise<number>) | undefined;
+  /** The gateways' call control, for every call (hang-ups at the gateway, transfers). */
+  controls?: CallControls | undefined;
+  /** Outbound calls (`POST /calls`) whose streams come back here. */
+  outbound?: OutboundCalls | undefined;
 }
 
 const PATH = /^\/media\/([a-z]+)(?:\/([^/]+))?\/?$/;
@@ -72,6 +78,8 @@ const PATH = /^\/media\/([a-z]+)(?:\/([^/]+))?\/?$/;
  * backlog, or a busy event loop reading what queued up meanwhile) passes, and a flood does not.
  */
 const RATE_BURST_MS = 2000;
+/** On shutdown, a call's REST hang-up may take this long before its stream is closed all the same. */
+const SHUTDOWN_HANG_UP_MS = 5000;
 
 const STATUS_TEXT: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
@@ -98,8 +106,12 @@ export class MediaStreamServer {
   private readonly callStarted = new Set<(call: Call) => void>();
   private accepting = true;
 
+  /** Outbound calls being placed, whose streams this server takes (`POST /calls`); none without call control. */
+  readonly outbound: OutboundCalls | undefined;
+
   constructor(options: MediaStreamServerOptions) {
     this.options = options;
+    this.outbound = options.outbound;
     this.wss = new WebSocketServer({
       noServer: true,
       maxPayload: options.limits.maxPayloadBytes,
@@ -133,17 +145,22 @@ export class MediaStreamServer {
   /**
    * Whether a call may start: room under `maxCalls` (pending connections race for it), and no other
    * connection already carrying its id. Two connections under one id would both be listed while the
-   * control API reaches only the first, so the second is refused and the first keeps the call.
+   * control API reaches only the first, so the second is refused and the first keeps the call. A call
+   * voxbridge placed is matched to its placement, whose id it takes.
    */
-  private admit(stream: StreamInfo): CallRefusal | undefined {
-    if (this.startedCalls >= this.options.limits.maxCalls)
-      return { code: CLOSE.tryAgainLater, reason: 'too many calls' };
+  private admit(stream: StreamInfo, call: Call): CallAdmission {
+    if (this.startedCalls >= this.options.limits.maxCalls) {
+      this.outbound?.refused(stream, 'too many calls');
+      return { refused: { code: CLOSE.tryAgainLater, reason: 'too many calls' } };
+    }
+    const placed = this.outbound?.adopt(stream, call);
+    if (placed) return placed;
     if (this.get(stream.callId)) {
       // The whole reason must fit in a close frame (123 bytes): a long id is cut, not the sentence.
       const id = stream.callId.length > 64 ? `${stream.callId.slice(0, 64)}…` : stream.callId;
-      return { code: CLOSE.policy, reason: `call id ${id} is already connected` };
+      return { refused: { code: CLOSE.policy, reason: `call id ${id} is already connected` } };
     }
-    return undefined;
+    return {};
   }
 
   /** Runs `listener` for every new call (the control API subscribes to events through it). */
@@ -225,7 +242,8 @@ export class MediaStreamServer {
       aligner: this.options.aligner,
       post: this.options.post,
       urlParameters,
-      admit: (stream) => this.admit(stream),
+      admit: (stream) => this.admit(stream, call),
+      controls: this.options.controls,
     });
     this.calls.add(call);
     this.pending.add(call);
@@ -287,6 +305,7 @@ export class MediaStreamServer {
   stopAccepting(): void {
     if (!this.accepting) return;
     this.accepting = false;
+    this.outbound?.close();
     this.options.server.off('upgrade', this.onUpgrade);
     this.options.server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
       socket.on('error', () => undefined);
@@ -300,11 +319,17 @@ export class MediaStreamServer {
     return false;
   }
 
-  /** Hangs up every call the gateway's way (its hang-up message where it has one), then closes. */
+  /**
+   * Hangs up every call the gateway's way (its REST API where call control can, its hang-up message
+   * where it has one, the stream), each at most `SHUTDOWN_HANG_UP_MS` at the gateway, then closes.
+   */
   async close(): Promise<void> {
     this.stopAccepting();
+    const signal = AbortSignal.timeout(SHUTDOWN_HANG_UP_MS);
     await Promise.all(
-      [...this.calls].map((call) => call.hangup().catch(() => call.end('server shutting down'))),
+      [...this.calls].map((call) =>
+        call.hangup(undefined, { signal }).catch(() => call.end('server shutting down')),
+      ),
     );
     for (const ws of this.wss.clients) ws.close(CLOSE.goingAway, 'server shutting down');
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));

@@ -60,12 +60,15 @@ export async function startApp(loaded: LoadedConfig, options: StartOptions): Pro
   const { config, secrets } = loaded;
   const { logger } = options;
   // Listening first: `/healthz` answers 503 while the parts warm up. Other instances of a cluster
-  // reach this one by a name its Host check must let in.
-  const peerHost = instanceHost(config);
+  // reach this one by a name its Host check must let in, and the gateways by its public address.
+  const extraHosts = [
+    instanceHost(config),
+    config.server.publicUrl === null ? undefined : new URL(config.server.publicUrl).hostname,
+  ].filter((h): h is string => h !== undefined);
   const http = await startHttpServer(
-    peerHost === undefined
+    extraHosts.length === 0
       ? config.server
-      : { ...config.server, allowedHosts: [...config.server.allowedHosts, peerHost] },
+      : { ...config.server, allowedHosts: [...config.server.allowedHosts, ...extraHosts] },
     logger,
   );
   let speech;

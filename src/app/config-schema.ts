@@ -47,6 +47,87 @@ const onnxModelSchema = z.strictObject({
   noiseScaleW: z.number().min(0).max(2).optional(),
   lengthScale: z.number().min(0.1).max(10).optional(),
 });
+/** An http(s) URL with no credentials, query or fragment: a base other URLs are built on. */
+const baseUrl = z.url({ protocol: /^https?$/ }).refine((u) => {
+  const url = new URL(u);
+  return url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+}, 'a base URL: no credentials, query or fragment');
+
+/** A gateway's REST API; null: the vendor's own. */
+const apiBaseUrl = baseUrl.nullable();
+
+/**
+ * The gateways' call control (src/call-control): hanging up at the gateway, transfers, and outbound
+ * calls, through each gateway's REST API with credentials from the environment only.
+ */
+const callControlSchema = z
+  .strictObject({
+    /** A hang-up ends the call at the gateway (its REST API) before the stream is closed, where it can. */
+    hangUpAtGateway: z.boolean(),
+    /** Outbound calls being placed at once (requested, not yet streaming); more get 429. */
+    maxPlacing: z.number().int().min(1).max(10_000),
+    /** From the request to the call's media stream: past it the call fails (no_media) and is hung up. */
+    answerTimeoutMs: z.number().int().min(1000).max(600_000),
+    /** How long an outbound call may ring when the request does not say (s). */
+    ringSeconds: z.number().int().min(5).max(600),
+    /** Each REST request's deadline, connecting to the answer's last byte. */
+    requestTimeoutMs: z.number().int().min(500).max(60_000),
+    /** The largest REST answer read. */
+    maxAnswerBytes: z
+      .number()
+      .int()
+      .min(4096)
+      .max(16 * 1024 * 1024),
+    /** Instructions published for gateways that fetch them (Plivo, jambonz, Vonage's summaries). */
+    documents: z.strictObject({
+      /** How long a published document is served. */
+      ttlMs: z.number().int().min(10_000).max(3_600_000),
+      /** Documents served at once, at most; past it a transfer or a call that needs one fails. */
+      maxDocuments: z.number().int().min(1).max(100_000),
+    }),
+    twilio: z.strictObject({ apiBaseUrl }),
+    telnyx: z.strictObject({ apiBaseUrl }),
+    plivo: z.strictObject({ apiBaseUrl }),
+    vonage: z.strictObject({
+      apiBaseUrl,
+      /** The websocket endpoint's content-type of an outbound call. */
+      streamContentType: z.enum(['audio/l16;rate=8000', 'audio/l16;rate=16000']),
+    }),
+    jambonz: z.strictObject({
+      apiBaseUrl,
+      /** createCall's speech settings (required by jambonz, unused by `listen`); null: Google, en-US. */
+      synthesisVendor: z.string().min(1).max(64).nullable(),
+      synthesisLanguage: z.string().min(1).max(64).nullable(),
+      synthesisVoice: z.string().min(1).max(128).nullable(),
+      recognizerVendor: z.string().min(1).max(64).nullable(),
+      recognizerLanguage: z.string().min(1).max(64).nullable(),
+    }),
+    asterisk: z.strictObject({
+      /** ARI's base, e.g. http://127.0.0.1:8088/ari; null: that. */
+      apiBaseUrl,
+      /** Dial string of a number (`{number}` replaced), e.g. PJSIP/{number}@trunk; needed to originate. */
+      dialNumber: z.string().min(1).max(256).nullable(),
+      /** Dial string of a SIP URI (`{uri}` replaced). */
+      dialSip: z.string().min(1).max(256).nullable(),
+      redirectTemplate: z.string().min(1).max(256),
+      transferContext: z.string().min(1).max(80).nullable(),
+      originateContext: z.string().min(1).max(80).nullable(),
+      originateExtension: z.string().min(1).max(80),
+    }),
+    exotel: z.strictObject({
+      apiBaseUrl,
+      /** The flow (App Bazaar id) whose Voicebot applet streams to voxbridge; needed to originate. */
+      flowAppId: z.string().min(1).max(64).nullable(),
+    }),
+  })
+  .superRefine((c, ctx) => {
+    if (c.ringSeconds * 1000 >= c.answerTimeoutMs)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['answerTimeoutMs'],
+        message: 'must exceed ringSeconds (a callee may answer at the last ring)',
+      });
+  });
 
 const snowflake = z.string().regex(/^\d{1,25}$/, 'must be a Discord id (snowflake)');
 
@@ -115,6 +196,12 @@ export const configSchema = z.strictObject({
     requestTimeoutMs: z.number().int().min(1000).max(3_600_000),
     /** An idle keep-alive connection is closed after this long, ms. */
     keepAliveTimeoutMs: z.number().int().min(100).max(600_000),
+    /**
+     * PUBLIC_URL: where the gateways reach this instance (https://voice.example.com); outbound calls'
+     * media streams come back to it (wss://…/media/<gateway>), and it serves their documents. null:
+     * no outbound calls.
+     */
+    publicUrl: baseUrl.nullable(),
   }),
   dataDir: z.string().min(1),
   logLevel: z.enum(LOG_LEVELS),
@@ -292,6 +379,7 @@ export const configSchema = z.strictObject({
     }),
     /** The flow a call runs when its parameters name none; null: none (driven by the control API). */
     defaultFlow: z.string().nullable(),
+    control: callControlSchema,
   }),
   flows: flowsSchema,
   discord: discordSchema,

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
+import { CREDENTIAL_VARIABLES, OPTIONAL_VARIABLES } from '../call-control/index.js';
 import { buildFlowGrammars, FlowGrammarError, type FlowGrammars } from '../flows/grammars.js';
 import { isLoopbackHost } from '../http/web-guard.js';
 import { PROJECT_ROOT } from '../paths.js';
@@ -29,6 +30,17 @@ export interface Secrets {
   sttApiKey: string | undefined;
   /** Each relay's upgrade headers, `env:NAME` values read from the environment. */
   relayHeaders: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  /**
+   * The gateways' call-control credentials (TWILIO_ACCOUNT_SID, TELNYX_API_KEY, …: every variable
+   * src/call-control reads), as the environment has them; nothing else of the environment.
+   */
+  callControl: Readonly<Record<string, string | undefined>>;
+}
+
+/** Every variable the call-control ports read, set or not. */
+function callControlEnv(env: Env): Record<string, string | undefined> {
+  const names = [...Object.values(CREDENTIAL_VARIABLES), ...Object.values(OPTIONAL_VARIABLES)].flat();
+  return Object.fromEntries(names.map((name) => [name, env[name]]));
 }
 
 /**
@@ -99,6 +111,7 @@ function envOverrides(env: Env): Record<string, unknown> {
   const server: Record<string, unknown> = {};
   if (env['HOST']) server['host'] = env['HOST'];
   if (env['PORT']) server['port'] = env['PORT'];
+  if (env['PUBLIC_URL']) server['publicUrl'] = env['PUBLIC_URL'].replace(/\/+$/, '');
   if (env['ALLOWED_HOSTS'])
     server['allowedHosts'] = env['ALLOWED_HOSTS']
       .split(',')
@@ -215,6 +228,7 @@ export function loadConfig(env: Env = process.env, defaultPath: string = DEFAULT
     clusterToken: env['CLUSTER_TOKEN'] || env['CONTROL_TOKEN'] || undefined,
     sttApiKey: env['STT_API_KEY'] || undefined,
     relayHeaders,
+    callControl: callControlEnv(env),
   };
   checkExposure(config, secrets);
   const { shards, shardIds } = config.discord;

@@ -1,6 +1,15 @@
 import { pino, type Logger } from 'pino';
+import { CREDENTIAL_VARIABLES, OPTIONAL_VARIABLES } from '../call-control/index.js';
 
 export type { Logger };
+
+/**
+ * The gateways' call-control credentials by their variables' names (`TWILIO_AUTH_TOKEN`, …): the ports
+ * scrub their values from what they log; these keep a record that holds them by name from any line.
+ */
+const CALL_CONTROL_KEYS = [...Object.values(CREDENTIAL_VARIABLES), ...Object.values(OPTIONAL_VARIABLES)]
+  .flat()
+  .flatMap((name) => [name, `*.${name}`]);
 
 /**
  * Paths whose values are secrets wherever they appear in a log record. Keys must never reach a log,
@@ -19,6 +28,7 @@ export const REDACT_PATHS = [
   '*.headers["xi-api-key"]',
   '*.headers["serviceplatform-apikey"]',
   '*.headers.authorization',
+  ...CALL_CONTROL_KEYS,
 ];
 
 /**

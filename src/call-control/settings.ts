@@ -92,6 +92,11 @@ export interface CallControlSettings {
   readonly maxAnswerBytes?: number;
   /** Requests at debug (method, path, status, time) and their fields at trace, secrets scrubbed. */
   readonly logger?: Logger;
+  /**
+   * Other values to scrub from messages and logs besides the credentials: the app's own secrets that
+   * end up in a request (the media-stream token in the path of a stream URL).
+   */
+  readonly secrets?: readonly string[];
   /** Serves the documents Plivo, jambonz and Vonage fetch (see documents.ts). */
   readonly documents?: DocumentHost;
   readonly telnyx?: TelnyxSettings;
@@ -118,6 +123,7 @@ export function restClientFor(
   const { defaultBaseUrl, ...rest } = fixed;
   return new RestClient({
     ...rest,
+    secrets: [...fixed.secrets, ...(settings.secrets ?? [])],
     baseUrl: settings.apiBaseUrl ?? defaultBaseUrl,
     timeoutMs: positive(settings.requestTimeoutMs, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS),
     maxAnswerBytes: Math.floor(positive(settings.maxAnswerBytes, 'maxAnswerBytes', DEFAULT_MAX_ANSWER_BYTES)),

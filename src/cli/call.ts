@@ -36,6 +36,9 @@ Options:
 
 During the call: 0-9 * # A-D press that key; q (or Ctrl-C) hangs up.
 
+\`voxbridge call NUMBER --from CALLER_ID\` instead has a running voxbridge place an outbound call
+(\`voxbridge call NUMBER --help\`).
+
 Examples:
   voxbridge call --flow default
   voxbridge call --flow default --digits 1 --record call.wav --hangup-after-ms 15000 --no-play

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PROJECT_ROOT } from '../paths.js';
 import { CliError, GLOBAL_HELP, UsageError, type Env } from './args.js';
 import { CALL_HELP, parseCall, runCall } from './call.js';
+import { parsePlace, placesCall, PLACE_HELP, runPlace } from './place-call.js';
 import { parseSay, runSay, SAY_HELP } from './say.js';
 import { parseVoices, runVoices, VOICES_HELP } from './voices.js';
 
@@ -17,6 +18,7 @@ Commands:
   voices list      the speech service's voices
   voices add       create a voice from audio samples
   call             a softphone in the terminal that calls the bot's phone flows
+  call NUMBER      has a running voxbridge place an outbound call (POST /calls)
 
 \`voxbridge <command> --help\` shows a command's options.
 
@@ -85,7 +87,13 @@ async function dispatch(argv: readonly string[], env: Env, io: Io): Promise<void
       return io.out(`${await runVoices(parsed.plan)}\n`);
     }
     case 'call': {
-      const parsed = parseCall([...globals, ...rest], env);
+      const args = [...globals, ...rest];
+      if (placesCall(args)) {
+        const placing = parsePlace(args, env);
+        if (placing.help) return io.out(`${PLACE_HELP}\n`);
+        return runPlace(placing.plan, io);
+      }
+      const parsed = parseCall(args, env);
       if (parsed.help) return io.out(`${CALL_HELP}\n`);
       return runCall(parsed.plan, env);
     }

@@ -1,7 +1,7 @@
 /**
  * What a flow needs of the call it runs on (the `FlowCall` port): the runner speaks, plays and waits
  * through it, reads the keys the caller pressed, listens for a spoken answer to a gather, hands the call
- * to a relay app, and hangs it up. It knows nothing of gateways or sockets.
+ * to a relay app, transfers it to a person, and hangs it up. It knows nothing of gateways or sockets.
  */
 import type { MenuGrammar } from '../recognition/grammar.js';
 import type { Recognition } from '../recognition/recognizer.js';
@@ -65,6 +65,29 @@ export interface FlowListening {
   close(): void;
 }
 
+/** Where a flow sends the caller (a `transfer` node, a relay app's handoff, a TwiML `<Dial>`). */
+export interface FlowTransfer {
+  /** An E.164 number or a SIP URI; the call's port refuses anything else. */
+  readonly to: string;
+  readonly mode: 'cold' | 'warm';
+  /** The caller id the target sees (E.164). */
+  readonly callerId?: string | undefined;
+  /** How long the target may ring (s). */
+  readonly timeoutSeconds?: number | undefined;
+  /** Warm: what the target hears first (said by the gateway, or an audio file it fetches). */
+  readonly summary?: { readonly text: string } | { readonly audioUrl: string } | undefined;
+  /** Warm: what the caller hears while waiting, where the gateway can play it. */
+  readonly holdMusicUrl?: string | undefined;
+}
+
+/**
+ * How a transfer went. Done: the gateway has the caller now, and the call leaves voxbridge once the
+ * flow has reported it. Failed: the call is still here (nothing reached the gateway, or it refused).
+ */
+export type FlowTransferOutcome =
+  | { readonly ok: true; readonly targetCallId?: string | undefined }
+  | { readonly ok: false; readonly code: string; readonly message: string };
+
 export interface FlowCall {
   readonly id: string;
   /** The call's fields (TwiML webhooks are sent them); default empty, `inbound`. */
@@ -84,8 +107,13 @@ export interface FlowCall {
    * `signal` aborts. Undefined where the call cannot hear turns (no VAD, barge-in off).
    */
   listen?: ((grammar: MenuGrammar, signal: AbortSignal) => FlowListening) | undefined;
-  /** Hangs up; `handoffData` (from a relay's `end`) goes with the call's end. */
+  /** Hangs up (at the gateway, where it can); `handoffData` (from a relay's `end`) goes with the call's end. */
   hangup(handoffData?: string): Promise<void>;
+  /**
+   * Sends the caller to someone else through the gateway's call control. Undefined where the call
+   * cannot be transferred at all; a gateway that cannot do this transfer answers a failed outcome.
+   */
+  transfer?: ((request: FlowTransfer, signal: AbortSignal) => Promise<FlowTransferOutcome>) | undefined;
   /**
    * Hands the call to a relay app (on a WebSocket) until the app ends it or its socket closes.
    * Undefined where relays cannot run.

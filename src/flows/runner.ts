@@ -1,12 +1,13 @@
 /**
  * Runs one IVR flow on one call. The call is a port (`FlowCall`): the runner speaks through it, reads
  * the keys the caller pressed, listens for spoken answers to a gather (each gather's grammar is given
- * to it, built at start), and hangs it up; it knows nothing of gateways or sockets.
+ * to it, built at start), transfers it, and hangs it up; it knows nothing of gateways or sockets.
  */
+import { readHandoffTransfer, type TransferRequest } from '../control/transfer-request.js';
 import type { MenuGrammar } from '../recognition/grammar.js';
 import type { RecognizedWord } from '../recognition/recognizer.js';
-import type { FlowCall, FlowHeard, FlowListening } from './port.js';
-import type { Flow, GatherNode } from './schema.js';
+import type { FlowCall, FlowHeard, FlowListening, FlowTransfer, FlowTransferOutcome } from './port.js';
+import type { Flow, GatherNode, TransferNode } from './schema.js';
 import { runTwiml } from './twiml.js';
 
 export type {
@@ -17,6 +18,8 @@ export type {
   FlowRelayOutcome,
   FlowRelaySpec,
   FlowSayResult,
+  FlowTransfer,
+  FlowTransferOutcome,
 } from './port.js';
 
 export interface FlowEvent {
@@ -72,7 +75,66 @@ const MAX_SILENT_STEPS = 100;
  */
 const MAX_TURN_WAIT_MS = 35_000;
 
-export type FlowEnd = 'hangup' | 'aborted' | 'loop';
+/** How a flow ended: it hung up, the call went (aborted), it looped, or the caller was transferred. */
+export type FlowEnd = 'hangup' | 'aborted' | 'loop' | 'transfer';
+
+/** A transfer node's request, as the call's port takes it. */
+function nodeTransfer(node: TransferNode): FlowTransfer {
+  return {
+    to: node.to,
+    mode: node.mode,
+    callerId: node.callerId,
+    timeoutSeconds: node.timeoutSeconds,
+    summary:
+      node.summary !== undefined
+        ? { text: node.summary }
+        : node.summaryAudioUrl !== undefined
+          ? { audioUrl: node.summaryAudioUrl }
+          : undefined,
+    holdMusicUrl: node.holdMusicUrl,
+  };
+}
+
+/** A transfer as an app asked for it (a relay's handoffData), as the call's port takes it. */
+export function requestedTransfer(request: TransferRequest): FlowTransfer {
+  return {
+    to: request.to,
+    mode: request.mode,
+    callerId: request.caller_id,
+    timeoutSeconds: request.timeout_seconds,
+    summary:
+      request.summary !== undefined
+        ? { text: request.summary }
+        : request.summary_audio_url !== undefined
+          ? { audioUrl: request.summary_audio_url }
+          : undefined,
+    holdMusicUrl: request.hold_music_url,
+  };
+}
+
+/** Transfers through the call's port; a call that cannot be transferred is a failed outcome, not a throw. */
+export async function transferThrough(
+  call: FlowCall,
+  request: FlowTransfer,
+  signal: AbortSignal,
+): Promise<FlowTransferOutcome> {
+  if (!call.transfer) return { ok: false, code: 'unsupported', message: 'this call cannot be transferred' };
+  return call.transfer(request, signal);
+}
+
+/** A transfer's outcome as a flow event's detail (where to, and how it went). */
+function transferDetail(request: FlowTransfer, outcome: FlowTransferOutcome): Record<string, unknown> {
+  return {
+    transfer: outcome.ok ? 'done' : 'failed',
+    to: request.to,
+    mode: request.mode,
+    ...(outcome.ok
+      ? outcome.targetCallId === undefined
+        ? {}
+        : { targetCallId: outcome.targetCallId }
+      : { code: outcome.code, error: outcome.message }),
+  };
+}
 
 /** POSTs `body` as JSON; resolves with the status (the response body is not read). */
 export async function postJson(url: string, body: unknown, signal: AbortSignal): Promise<number> {
@@ -287,6 +349,28 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
             throw new Error(`flow ${flowName}: node ${current}: relays cannot run on this call`);
           const outcome = await call.relay({ name: node.relay }, signal);
           emit('flow.node', current, { relay: node.relay, ...outcome });
+          // An app's `end` may hand the caller to a person: `{"transfer": {"to": …}}` in its handoffData.
+          const handoff =
+            outcome.reason === 'end' ? readHandoffTransfer(outcome.handoffData) : ({ kind: 'none' } as const);
+          if (handoff.kind === 'transfer') {
+            const request = requestedTransfer(handoff.request);
+            const moved = await transferThrough(call, request, signal);
+            emit('flow.node', current, transferDetail(request, moved));
+            if (moved.ok) {
+              emit('flow.end', current, { reason: 'transfer' });
+              return 'transfer';
+            }
+          } else if (handoff.kind === 'invalid')
+            emit('flow.node', current, {
+              transfer: 'failed',
+              code: 'invalid_request',
+              error: handoff.message,
+            });
+          // The app wanted the caller elsewhere and that failed: onClose may say sorry, or try another way.
+          if (handoff.kind !== 'none' && node.onClose !== undefined) {
+            current = node.onClose;
+            break;
+          }
           if (outcome.reason === 'end') {
             await call.hangup(outcome.handoffData);
             emit('flow.end', current, { reason: 'hangup' });
@@ -313,7 +397,29 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
             current = node.onError;
             break;
           }
+          if (outcome.end === 'transfer') {
+            emit('flow.end', current, { reason: 'transfer' });
+            return 'transfer';
+          }
           if (outcome.end === 'error') await call.hangup();
+          emit('flow.end', current, { reason: 'hangup' });
+          return 'hangup';
+        }
+        case 'transfer': {
+          silentSteps = 0;
+          if (node.text !== undefined) await call.say(node.text, { ...voiceOf(node), interruptible: false });
+          const request = nodeTransfer(node);
+          const outcome = await transferThrough(call, request, signal);
+          emit('flow.node', current, transferDetail(request, outcome));
+          if (outcome.ok) {
+            emit('flow.end', current, { reason: 'transfer' });
+            return 'transfer';
+          }
+          if (node.onFail !== undefined) {
+            current = node.onFail;
+            break;
+          }
+          await call.hangup();
           emit('flow.end', current, { reason: 'hangup' });
           return 'hangup';
         }

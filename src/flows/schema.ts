@@ -4,6 +4,7 @@
  * naming the flow and the node.
  */
 import { z } from 'zod';
+import { CallControlError, parseCallTarget } from '../call-control/index.js';
 import { DEFAULT_MIN_CONFIDENCE } from '../recognition/recognizer.js';
 
 const nodeName = z.string().regex(/^[A-Za-z0-9_-]+$/, 'node names are letters, digits, _ and -');
@@ -104,6 +105,58 @@ const relayNode = z.strictObject({
   onClose: nodeName.optional(),
 });
 
+/** An E.164 number or a SIP URI, as the call-control ports take them. */
+const callTarget = z
+  .string()
+  .max(256)
+  .refine(
+    (to) => {
+      try {
+        parseCallTarget(to, 'twilio', 'transfer');
+        return true;
+      } catch (error) {
+        if (error instanceof CallControlError) return false;
+        throw error;
+      }
+    },
+    { message: 'an E.164 number (+15551234567) or a SIP URI (sip:agent@pbx.example.com)' },
+  );
+
+const transferNode = z
+  .strictObject({
+    type: z.literal('transfer'),
+    /** Whom the caller is sent to. */
+    to: callTarget,
+    /** `cold`: straight to the target; `warm`: the caller waits while the target hears `summary` first. */
+    mode: z.enum(['cold', 'warm']).default('cold'),
+    /** Said (without barge-in) before transferring. */
+    text: z.string().min(1).optional(),
+    voice: z.string().min(1).optional(),
+    /** The caller id the target sees (E.164); a warm transfer on Twilio needs one. */
+    callerId: z
+      .string()
+      .regex(/^\+[1-9]\d{1,14}$/, 'an E.164 number')
+      .optional(),
+    /** How long the target may ring (s). Default 30. */
+    timeoutSeconds: z.number().int().min(5).max(600).default(30),
+    /** Warm: what the target hears before the caller is put through (the gateway's own text-to-speech). */
+    summary: z.string().min(1).max(4000).optional(),
+    /** Warm: an audio file the target hears instead of `summary`. */
+    summaryAudioUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** Warm: an audio file the caller hears while waiting, where the gateway can play one. */
+    holdMusicUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /** Where the flow goes when the transfer cannot be made; default: hang up. */
+    onFail: nodeName.optional(),
+  })
+  .superRefine((node, ctx) => {
+    if (node.summary !== undefined && node.summaryAudioUrl !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['summaryAudioUrl'], message: 'give summary or summaryAudioUrl' });
+    if (node.mode === 'cold')
+      for (const key of ['summary', 'summaryAudioUrl', 'holdMusicUrl'] as const)
+        if (node[key] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [key], message: 'is for a warm transfer' });
+  });
+
 /** `host[:port]` as a URL has it. */
 const hostName = z
   .string()
@@ -138,6 +191,7 @@ export const flowNodeSchema = z.discriminatedUnion('type', [
   hangupNode,
   relayNode,
   twimlNode,
+  transferNode,
 ]);
 
 export const flowSchema = z
@@ -165,6 +219,7 @@ export const flowSchema = z
       if (node.type === 'say' || node.type === 'webhook') check(node.next, [...at, 'next']);
       if (node.type === 'relay') check(node.onClose, [...at, 'onClose']);
       if (node.type === 'twiml') check(node.onError, [...at, 'onError']);
+      if (node.type === 'transfer') check(node.onFail, [...at, 'onFail']);
       if (node.type === 'gather') {
         for (const [digits, target] of Object.entries(node.branches))
           check(target, [...at, 'branches', digits]);
@@ -213,4 +268,5 @@ export const flowsSchema = z.record(nodeName, flowSchema);
 export type Flow = z.infer<typeof flowSchema>;
 export type FlowNode = z.infer<typeof flowNodeSchema>;
 export type TwimlNode = z.infer<typeof twimlNode>;
+export type TransferNode = z.infer<typeof transferNode>;
 export type Flows = z.infer<typeof flowsSchema>;

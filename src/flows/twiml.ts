@@ -2,10 +2,14 @@
  * A flow node `{type: twiml, url}`: the call is run by an app's TwiML webhook, as Twilio runs it. The
  * webhook is requested with the form parameters Twilio sends for a call, signed with
  * `X-Twilio-Signature` when `TWILIO_AUTH_TOKEN` is set; its answer's verbs run in order: `<Say>`,
- * `<Play>`, `<Pause>`, `<Hangup/>`, `<Reject/>`, `<Redirect>`, and `<Connect>` with a
- * `<ConversationRelay>`, which hands the call to the app's socket. When that session ends, the
+ * `<Play>`, `<Pause>`, `<Hangup/>`, `<Reject/>`, `<Redirect>`, `<Connect>` with a
+ * `<ConversationRelay>`, which hands the call to the app's socket, and `<Dial>`, which transfers the
+ * caller through the call's port (the gateway's call control). When a relay session ends, the
  * `action` URL is requested with the session's fields and `HandoffData`, and its TwiML runs next
- * (without `action`, the next verb does). A document that ends hangs up, as Twilio does.
+ * (without `action`, the next verb does). A `<Dial>` that transfers ends the node: the call is the
+ * gateway's from then on, so its `action` is not requested (Twilio would request it once the dialled
+ * call ends); one that fails requests its `action` with `DialCallStatus=failed`, or goes on to the
+ * next verb. A document that ends hangs up, as Twilio does.
  *
  * What the webhook says is untrusted: the document is bounded (src/protocols/twiml.ts), each request
  * has a deadline and a size bound, no redirect is followed, a call fetches at most `MAX_DOCUMENTS`
@@ -30,7 +34,7 @@ import {
 import { twilioSignature } from '../protocols/twilio-signature.js';
 import type { RelaySettings } from '../relay/host.js';
 import { fetchPlay, LOOP_FOREVER, type PlayLimits } from '../relay/play.js';
-import type { FlowCall, FlowRelayOutcome } from './port.js';
+import type { FlowCall, FlowRelayOutcome, FlowTransferOutcome } from './port.js';
 import type { TwimlNode } from './schema.js';
 
 /** TwiML documents one call may fetch (webhook, redirects, actions), at most: a redirect loop ends. */
@@ -54,8 +58,11 @@ export interface TwimlContext {
   report(detail: Record<string, unknown>): void;
 }
 
-/** How a TwiML node ended: it hung up (or the document ended), or it failed and the flow goes to `next`. */
-export type TwimlOutcome = { end: 'hangup' } | { end: 'error'; message: string };
+/**
+ * How a TwiML node ended: it hung up (or the document ended), a `<Dial>` transferred the caller, or it
+ * failed and the flow goes to `onError`.
+ */
+export type TwimlOutcome = { end: 'hangup' } | { end: 'transfer' } | { end: 'error'; message: string };
 
 /** Something in the webhook's answers voxbridge cannot run; its message is logged. */
 export class TwimlRunError extends Error {
@@ -70,8 +77,7 @@ export async function runTwiml(
 ): Promise<TwimlOutcome> {
   const run = new TwimlRun(node, call, context);
   try {
-    await run.run();
-    return { end: 'hangup' };
+    return { end: await run.run() };
   } catch (error) {
     if (context.signal.aborted) throw error;
     if (!(error instanceof TwimlRunError || error instanceof TwimlError)) throw error;
@@ -107,7 +113,7 @@ class TwimlRun {
     };
   }
 
-  async run(): Promise<void> {
+  async run(): Promise<'hangup' | 'transfer'> {
     const { signal } = this.context;
     let at = new URL(this.node.url);
     let verbs = await this.fetchDocument(at, this.node.method, {});
@@ -118,7 +124,7 @@ class TwimlRun {
       if (verb === undefined) {
         this.context.report({ verb: 'end of document' });
         await this.call.hangup();
-        return;
+        return 'hangup';
       }
       this.context.report({ verb: verb.verb, ...(verb.verb === 'Unsupported' ? { name: verb.name } : {}) });
       switch (verb.verb) {
@@ -135,7 +141,7 @@ class TwimlRun {
         case 'Hangup':
         case 'Reject':
           await this.call.hangup();
-          return;
+          return 'hangup';
         case 'Redirect':
           at = this.resolve(verb.url, at, '<Redirect>');
           verbs = await this.fetchDocument(at, verb.method, {});
@@ -157,6 +163,21 @@ class TwimlRun {
           if (action === undefined) break;
           at = action;
           verbs = await this.fetchDocument(at, verb.method, sessionFields(outcome));
+          i = 0;
+          break;
+        }
+        case 'Dial': {
+          const action =
+            verb.action === undefined ? undefined : this.resolve(verb.action, at, '<Dial action>');
+          if (await this.dial(verb, action !== undefined)) return 'transfer';
+          if (action === undefined) break;
+          // As Twilio: a dial that did not connect asks the action what the caller hears next.
+          at = action;
+          verbs = await this.fetchDocument(at, verb.method, {
+            DialCallStatus: 'failed',
+            DialCallDuration: '0',
+            DialBridged: 'false',
+          });
           i = 0;
           break;
         }
@@ -341,6 +362,33 @@ class TwimlRun {
       );
       this.context.report({ warning: `<Play> ${url.origin}${url.pathname}: ${why}` });
     }
+  }
+
+  /**
+   * A `<Dial>` as a cold transfer through the call's port. True once the gateway has the caller; false
+   * when the transfer failed (reported) and the call is still here.
+   */
+  private async dial(verb: Extract<TwimlVerb, { verb: 'Dial' }>, hasAction: boolean): Promise<boolean> {
+    for (const name of verb.ignored)
+      this.warnOnce(`dial ${name}`, `<Dial ${name.slice(0, 60)}> is taken but has no effect on voxbridge`);
+    const to = verb.target.kind === 'number' ? verb.target.number : verb.target.uri;
+    const outcome: FlowTransferOutcome = this.call.transfer
+      ? await this.call.transfer(
+          { to, mode: 'cold', callerId: verb.callerId, timeoutSeconds: verb.timeoutSeconds },
+          this.context.signal,
+        )
+      : { ok: false, code: 'unsupported', message: 'this call cannot be transferred' };
+    if (!outcome.ok) {
+      this.context.report({ dial: 'failed', to, code: outcome.code, error: outcome.message });
+      return false;
+    }
+    this.context.report({ dial: 'transferred', to });
+    if (hasAction)
+      this.warnOnce(
+        'dial action',
+        '<Dial action> is not requested after a transfer: the call has left voxbridge for the gateway',
+      );
+    return true;
   }
 
   private async relay(noun: ConversationRelayNoun): Promise<FlowRelayOutcome> {

@@ -1,8 +1,9 @@
 /**
  * TwiML, as a ConversationRelay app's webhook answers a call: the verbs voxbridge runs (`<Say>`,
  * `<Play>`, `<Pause>`, `<Hangup/>`, `<Reject/>`, `<Redirect>`, `<Connect>` with `<ConversationRelay>`
- * and its `<Language>` and `<Parameter>` children) read from the XML into plain values, and every
- * other verb kept by name so that the call can fail clearly where it reaches one.
+ * and its `<Language>` and `<Parameter>` children, `<Dial>` to one number or SIP address) read from
+ * the XML into plain values, and every other verb kept by name so that the call can fail clearly where
+ * it reaches one.
  *
  * The document is untrusted input (a webhook's answer): it is parsed by a strict XML parser (saxes)
  * with no DTD at all (a `<!DOCTYPE>` is refused, so no entity can be declared, let alone expanded:
@@ -42,6 +43,13 @@ export interface ConversationRelayNoun {
   readonly parameters: readonly { readonly name: string; readonly value: string }[];
 }
 
+/** Whom a `<Dial>` reaches: its text or `<Number>` (spaces, dashes, dots and brackets taken out), or a `<Sip>`. */
+export type DialTarget =
+  { readonly kind: 'number'; readonly number: string } | { readonly kind: 'sip'; readonly uri: string };
+
+/** `<Dial timeout>`'s range and default, as Twilio documents them (seconds). */
+export const DIAL_TIMEOUT = { min: 5, max: 600, default: 30 } as const;
+
 export type TwimlVerb =
   | { verb: 'Say'; text: string; voice?: string; language?: string; loop: number }
   | { verb: 'Play'; url: string; loop: number }
@@ -55,12 +63,21 @@ export type TwimlVerb =
       method: 'GET' | 'POST';
       relay: ConversationRelayNoun;
     }
-  /** A verb (or a `<Connect>` noun) voxbridge does not run: the call fails there, clearly. */
+  | {
+      verb: 'Dial';
+      target: DialTarget;
+      timeoutSeconds: number;
+      callerId?: string;
+      action?: string;
+      method: 'GET' | 'POST';
+      /** Attributes voxbridge takes without effect (`record`, `Number@sendDigits`, …), by name. */
+      ignored: string[];
+    }
+  /** A verb (or a `<Connect>` or `<Dial>` noun) voxbridge does not run: the call fails there, clearly. */
   | { verb: 'Unsupported'; name: string };
 
 /** Verbs that Twilio documents and voxbridge does not run (the rest are not TwiML at all). */
 const KNOWN_UNSUPPORTED = new Set([
-  'Dial',
   'Enqueue',
   'Gather',
   'Leave',
@@ -219,10 +236,67 @@ function toVerb(element: Element): TwimlVerb {
         relay: conversationRelay(noun),
       };
     }
+    case 'Dial':
+      return dial(element);
     default:
       if (KNOWN_UNSUPPORTED.has(element.name)) return { verb: 'Unsupported', name: element.name };
       throw new TwimlError(`<${element.name}> is not a TwiML verb`);
   }
+}
+
+/** `<Dial>`'s attributes that voxbridge runs; any other is taken without effect (and said so). */
+const DIAL_ATTRIBUTES = new Set(['timeout', 'callerId', 'action', 'method']);
+/** `<Dial>` nouns Twilio documents that voxbridge does not dial. */
+const DIAL_UNSUPPORTED = new Set(['Client', 'Conference', 'Queue', 'Application', 'WhatsApp']);
+
+/** A phone number as written in TwiML (`+1 (555) 123-4567`), with its separators taken out. */
+function dialNumber(text: string): string {
+  return text.replace(/[\s().-]/g, '');
+}
+
+function dial(element: Element): TwimlVerb {
+  const a = element.attributes;
+  const ignored = Object.keys(a).filter((name) => !DIAL_ATTRIBUTES.has(name));
+  let target: DialTarget;
+  if (element.children.length === 0) {
+    const number = dialNumber(textOf(element));
+    if (number === '') throw new TwimlError('<Dial> has no number');
+    target = { kind: 'number', number };
+  } else {
+    const [noun, ...more] = element.children;
+    if (more.length > 0)
+      throw new TwimlError(
+        `<Dial> holds ${element.children.length} nouns; voxbridge dials one number or SIP address at a time`,
+      );
+    if (DIAL_UNSUPPORTED.has(noun!.name)) return { verb: 'Unsupported', name: `Dial/${noun!.name}` };
+    const address = textOf(noun!);
+    if (noun!.name === 'Number') target = { kind: 'number', number: dialNumber(address) };
+    else if (noun!.name === 'Sip') target = { kind: 'sip', uri: address };
+    else throw new TwimlError(`<Dial> cannot hold <${noun!.name}>`);
+    if (address === '') throw new TwimlError(`<${noun!.name}> has no address`);
+    ignored.push(...Object.keys(noun!.attributes).map((name) => `${noun!.name}@${name}`));
+  }
+  const raw = a['timeout'];
+  const timeoutSeconds = raw === undefined ? DIAL_TIMEOUT.default : Number(raw.trim());
+  if (
+    !Number.isInteger(timeoutSeconds) ||
+    timeoutSeconds < DIAL_TIMEOUT.min ||
+    timeoutSeconds > DIAL_TIMEOUT.max
+  )
+    throw new TwimlError(
+      `<Dial timeout="${(raw ?? '').slice(0, 20)}"> is not a whole number of seconds from ${DIAL_TIMEOUT.min} to ${DIAL_TIMEOUT.max}`,
+    );
+  const callerId = a['callerId']?.trim();
+  const action = a['action']?.trim();
+  return {
+    verb: 'Dial',
+    target,
+    timeoutSeconds,
+    method: methodOf(element),
+    ignored,
+    ...(callerId ? { callerId } : {}),
+    ...(action ? { action } : {}),
+  };
 }
 
 function conversationRelay(noun: Element): ConversationRelayNoun {

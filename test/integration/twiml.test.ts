@@ -64,7 +64,7 @@ beforeAll(async () => {
     .on('/tone.wav', () => ({ status: 200, body: toneWav(), type: 'audio/wav' }))
     .on(
       '/dial',
-      '<Response><Say>Transferring you now.</Say><Dial>+15550100</Dial><Say>never said</Say></Response>',
+      '<Response><Say>Transferring you now.</Say><Dial>+15550100</Dial><Say>Nobody could be reached.</Say></Response>',
     )
     .on(
       '/laughs',
@@ -328,11 +328,14 @@ describe('a call run by a TwiML webhook', () => {
     await c.close();
   }, 60_000);
 
-  it('runs the verbs before one voxbridge does not run (<Dial>), then reports it and hangs up', async () => {
+  it('a <Dial> where the gateway has no call control fails, naming what to set, and the document goes on', async () => {
     const c = await call({ flow: 'dial' });
     await c.sse.until(() => ended(c.sse), 20_000);
-    expect(heard(c.sse)).toEqual(['Transferring you now.']);
-    expect(twimlEvents(c.sse).some((d) => String(d.error).includes('<Dial>'))).toBe(true);
+    // As Twilio goes on after a <Dial> that did not connect (no action: the next verb).
+    expect(heard(c.sse)).toEqual(['Transferring you now.', 'Nobody could be reached.']);
+    const failed = twimlEvents(c.sse).find((d) => (d as Record<string, unknown>)['dial'] === 'failed');
+    expect(failed).toMatchObject({ code: 'missing_credentials' });
+    expect(String(failed?.error)).toContain('TWILIO_ACCOUNT_SID');
     await c.close();
   }, 30_000);
 
@@ -358,7 +361,7 @@ describe('a call run by a TwiML webhook', () => {
     expect(process.memoryUsage().rss - rssBefore).toBeLessThan(100 * 1024 * 1024);
     const c = await call({ flow: 'dial' });
     await c.sse.until(() => ended(c.sse), 20_000);
-    expect(heard(c.sse)).toEqual(['Transferring you now.']);
+    expect(heard(c.sse)).toEqual(['Transferring you now.', 'Nobody could be reached.']);
     await c.close();
   }, 90_000);
 });

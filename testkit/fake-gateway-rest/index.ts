@@ -6,7 +6,7 @@
 export { FakeRestServer, type Fault, type RecordedRequest, type Reply } from './server.js';
 export { FakeDocumentHost, fetchDocument, type PublishedDocument } from './documents.js';
 export { parseXml, findAll, type XmlElement } from './xml.js';
-export { FakeTwilioRest, type TwilioFakeCall } from './twilio.js';
+export { FakeTwilioRest, twilioStream, type TwilioFakeCall } from './twilio.js';
 export { FakeTelnyxRest, type TelnyxFakeCall } from './telnyx.js';
 export { FakePlivoRest, type PlivoFakeCall, type FetchedXml } from './plivo.js';
 export { FakeVonageRest, badNcco, type VonageFakeCall } from './vonage.js';

@@ -30,6 +30,8 @@ export interface RecordedRequest {
   readonly json: unknown;
   /** What the fake answered (undefined while it hangs). */
   status?: number;
+  /** `performance.now()` when its body had arrived whole. */
+  readonly receivedAt: number;
 }
 
 /** What a route answers: a JSON value, a text, or nothing. */
@@ -108,6 +110,25 @@ export class FakeRestServer {
     this.#route = route;
   }
 
+  readonly #listeners = new Set<(request: RecordedRequest) => void>();
+
+  /** The next request for which `match` holds, as it arrives (before it is answered). */
+  nextRequest(match: (request: RecordedRequest) => boolean, timeoutMs = 10_000): Promise<RecordedRequest> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#listeners.delete(listener);
+        reject(new Error(`no matching request within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const listener = (request: RecordedRequest): void => {
+        if (!match(request)) return;
+        clearTimeout(timer);
+        this.#listeners.delete(listener);
+        resolve(request);
+      };
+      this.#listeners.add(listener);
+    });
+  }
+
   /** The next request (after any already queued) meets `fault` instead of the route. */
   failNext(fault: Fault): void {
     this.#faults.push(fault);
@@ -135,8 +156,10 @@ export class FakeRestServer {
       body,
       form: type === 'application/x-www-form-urlencoded' ? parseForm(body) : undefined,
       json: parsed,
+      receivedAt: performance.now(),
     };
     this.requests.push(recorded);
+    for (const listener of [...this.#listeners]) listener(recorded);
     const fault = this.#faults.shift();
     if (fault?.kind === 'hang') {
       this.#hanging.add(res);

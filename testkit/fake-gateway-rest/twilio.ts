@@ -81,6 +81,20 @@ export class FakeTwilioRest {
     return this.server.requests;
   }
 
+  /**
+   * The next call created through the API, once created (its fields checked and recorded), e.g. to
+   * answer it: `twilioStream(call)` says where its `<Connect><Stream>` goes.
+   */
+  async nextCreated(timeoutMs = 10_000): Promise<TwilioFakeCall> {
+    const before = new Set(this.calls.keys());
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      for (const [sid, call] of this.calls) if (!before.has(sid) && call.created) return call;
+      if (performance.now() > deadline) throw new Error(`no call created within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  }
+
   /** A call in progress, as one the gateway had before the test (an inbound call). */
   addCall(accountSid = this.#accountSid): TwilioFakeCall {
     const call: TwilioFakeCall = {
@@ -196,4 +210,23 @@ export class FakeTwilioRest {
   async close(): Promise<void> {
     await this.server.close();
   }
+}
+
+/**
+ * Where a call's `<Connect><Stream>` sends its media, as Twilio reads it when the callee answers: the
+ * stream URL and each `<Parameter>` (its `customParameters`). Undefined when its TwiML holds none.
+ */
+export function twilioStream(
+  call: TwilioFakeCall,
+): { readonly url: string; readonly parameters: Record<string, string> } | undefined {
+  const stream = call.twiml?.children
+    .find((c) => c.name === 'Connect')
+    ?.children.find((c) => c.name === 'Stream');
+  const url = stream?.attributes['url'];
+  if (!stream || url === undefined) return undefined;
+  const parameters: Record<string, string> = {};
+  for (const p of stream.children)
+    if (p.name === 'Parameter' && p.attributes['name'] !== undefined)
+      parameters[p.attributes['name']] = p.attributes['value'] ?? '';
+  return { url, parameters };
 }

@@ -1,8 +1,9 @@
 /**
  * The calls part: the media-stream endpoints (`/media/<gateway>`, on the server's upgrades) and the
  * control API at `/calls`, configured from `calls.*` and `flows`, with one voice-activity model for
- * every call's barge-in, one recogniser for every call's spoken answers to a flow's gathers, and one log
- * line per call event.
+ * every call's barge-in, one recogniser for every call's spoken answers to a flow's gathers, the
+ * gateways' call control (hang-ups at the gateway, transfers, outbound calls placed with `POST /calls`
+ * whose streams come back here), and one log line per call event.
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
@@ -11,6 +12,8 @@ import type { CallEvent } from '../../../adapters/media-stream/call-events.js';
 import type { Call } from '../../../adapters/media-stream/call.js';
 import { controlApi } from '../../../adapters/media-stream/control-api.js';
 import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
+import { OutboundCalls } from '../../../adapters/media-stream/outbound-calls.js';
+import { startCallControl } from './call-control.js';
 import { designResampler } from '../../audio/resampler.js';
 import {
   inThreadDetectors,
@@ -81,7 +84,28 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
   const recognizer = listening.length > 0 && vad !== undefined ? options.recognition.recognizer : undefined;
   const protocols: Partial<Record<GatewayName, GatewayProtocol>> = {};
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
-  const calls = new MediaStreamServer({
+  const control = startCallControl(options.loaded, logger);
+  const { control: controlConfig } = config.calls;
+  const outbound = new OutboundCalls({
+    controls: control.controls,
+    settings: {
+      publicUrl: config.server.publicUrl ?? undefined,
+      mediaStreamToken: secrets.mediaStreamToken,
+      gateways: config.calls.gateways,
+      flows: new Set(Object.keys(config.flows)),
+      defaultFlow: config.calls.defaultFlow ?? undefined,
+      webhookOf: (flow) => config.flows[flow]?.webhook,
+      maxPlacing: controlConfig.maxPlacing,
+      maxCalls: config.calls.maxCalls,
+      answerTimeoutMs: controlConfig.answerTimeoutMs,
+      ringSeconds: controlConfig.ringSeconds,
+    },
+    clock: systemClock,
+    logger: logger.child({ part: 'outbound' }),
+    activeCalls: () => calls.list().length,
+    post: options.post,
+  });
+  const calls: MediaStreamServer = new MediaStreamServer({
     server: options.server,
     guard: options.guard,
     protocols,
@@ -131,14 +155,17 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     recognizer,
     aligner: options.recognition.aligner,
     post: options.post,
+    controls: control.controls,
+    outbound,
   });
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));
   return {
     calls,
-    routes: [{ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) }],
+    routes: [{ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) }, ...control.routes],
     vadWorkers,
     close: async () => {
       await calls.close();
+      await control.close();
       await vadWorkers?.close();
     },
   };

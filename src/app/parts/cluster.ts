@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { describeGuild } from '../../../adapters/discord/control-api.js';
 import type { DiscordGuilds } from '../../../adapters/discord/guilds.js';
 import { CLOSE } from '../../http/ws-close.js';
-import { describeCall } from '../../../adapters/media-stream/control-api.js';
+import { holdsCall, listCalls } from '../../../adapters/media-stream/control-api.js';
 import type { MediaStreamServer } from '../../../adapters/media-stream/server.js';
 import { Forwarder } from '../../cluster/forward.js';
 import { FANOUT_CONCURRENCY } from '../../cluster/gather.js';
@@ -158,7 +158,7 @@ export function startCluster(
           cluster.answerTimeoutMs,
           config.discord.joinTimeoutMs + JOIN_ANSWER_MARGIN_MS,
         ),
-        calls: { has: (id) => calls.get(id) !== undefined, list: () => calls.list().map(describeCall) },
+        calls: { has: (id) => holdsCall(calls, id), list: () => listCalls(calls) },
         guilds: {
           has: (id) => guilds.get(id) !== undefined,
           list: () => guilds.list().map((voice) => describeGuild(voice, guilds)),

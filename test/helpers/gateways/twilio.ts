@@ -14,6 +14,8 @@ export interface TwilioOptions {
   streamSid?: string;
   customParameters?: Record<string, string>;
   headers?: Record<string, string>;
+  /** The account the start message says the call belongs to. */
+  accountSid?: string;
 }
 
 const FRAME_BYTES = 160;
@@ -23,6 +25,7 @@ export class FakeTwilio extends FakeGateway {
   readonly callSid: string;
   readonly streamSid: string;
   private readonly customParameters: Record<string, string>;
+  private readonly accountSid: string;
 
   constructor(url: string, options: TwilioOptions = {}) {
     const mulaw = { inboundBytesPerMs: 8, inboundChunkBytes: FRAME_BYTES, inboundSilence: 0xff };
@@ -30,6 +33,7 @@ export class FakeTwilio extends FakeGateway {
     this.callSid = options.callSid ?? randomId('CA');
     this.streamSid = options.streamSid ?? randomId('MZ');
     this.customParameters = options.customParameters ?? {};
+    this.accountSid = options.accountSid ?? ACCOUNT_SID;
   }
 
   get callId(): string {
@@ -54,7 +58,7 @@ export class FakeTwilio extends FakeGateway {
       event: 'stop',
       sequenceNumber: String(++this.seq),
       streamSid: this.streamSid,
-      stop: { accountSid: ACCOUNT_SID, callSid: this.callSid },
+      stop: { accountSid: this.accountSid, callSid: this.callSid },
     });
   }
 
@@ -64,7 +68,7 @@ export class FakeTwilio extends FakeGateway {
       event: 'start',
       sequenceNumber: String(++this.seq),
       start: {
-        accountSid: ACCOUNT_SID,
+        accountSid: this.accountSid,
         streamSid: this.streamSid,
         callSid: this.callSid,
         tracks: ['inbound'],

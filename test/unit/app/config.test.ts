@@ -23,7 +23,9 @@ describe('loadConfig', () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 120_000,
       keepAliveTimeoutMs: 5000,
+      publicUrl: null,
     });
+    expect(config.calls.control).toMatchObject({ hangUpAtGateway: true, maxPlacing: 50, ringSeconds: 30 });
     expect(config.dataDir).toBe('./data');
     expect(config.speech.baseUrl).toBeNull();
     expect(secrets.speechApiKey).toBeUndefined();
@@ -217,6 +219,48 @@ describe('loadConfig', () => {
     const noFlow = await overlay('calls:\n  defaultFlow: missing\n');
     expect(() => loadConfig({ VOXBRIDGE_CONFIG: noFlow })).toThrow(
       /calls\.defaultFlow: no flow named "missing"/,
+    );
+  });
+
+  it('takes a transfer node to a number or a SIP URI, with onFail checked like any other target', async () => {
+    const good = await overlay(
+      'flows:\n  desk:\n    start: t\n    nodes:\n' +
+        '      t: { type: transfer, to: "+15551234567", mode: warm, callerId: "+15550001111", summary: Hi, onFail: s }\n' +
+        '      s: { type: transfer, to: "sip:agent@pbx.example.com" }\n',
+    );
+    const node = loadConfig({ VOXBRIDGE_CONFIG: good }).config.flows['desk']!.nodes['t'];
+    expect(node).toMatchObject({ type: 'transfer', mode: 'warm', timeoutSeconds: 30, summary: 'Hi' });
+    const badTarget = await overlay(
+      'flows:\n  desk:\n    start: t\n    nodes:\n      t: { type: transfer, to: "5551234" }\n',
+    );
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: badTarget })).toThrow(
+      /flows\.desk\.nodes\.t\.to: an E\.164 number/,
+    );
+    const coldSummary = await overlay(
+      'flows:\n  desk:\n    start: t\n    nodes:\n      t: { type: transfer, to: "+15551234567", summary: Hi }\n',
+    );
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: coldSummary })).toThrow(/t\.summary: is for a warm transfer/);
+    const badFail = await overlay(
+      'flows:\n  desk:\n    start: t\n    nodes:\n      t: { type: transfer, to: "+15551234567", onFail: x }\n',
+    );
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: badFail })).toThrow(/t\.onFail: goes to unknown node "x"/);
+  });
+
+  it('reads PUBLIC_URL and the call-control credentials from the environment, nothing else of it', async () => {
+    const { config, secrets } = loadConfig({
+      PUBLIC_URL: 'https://voice.example.com/',
+      TWILIO_ACCOUNT_SID: 'AC1',
+      TWILIO_AUTH_TOKEN: 'secret',
+      UNRELATED_SECRET: 'x',
+    });
+    expect(config.server.publicUrl).toBe('https://voice.example.com');
+    expect(secrets.callControl['TWILIO_ACCOUNT_SID']).toBe('AC1');
+    expect(secrets.callControl['TELNYX_API_KEY']).toBeUndefined();
+    expect(Object.keys(secrets.callControl)).not.toContain('UNRELATED_SECRET');
+    expect(() => loadConfig({ PUBLIC_URL: 'https://u:p@voice.example.com' })).toThrow(/server\.publicUrl/);
+    const short = await overlay('calls:\n  control:\n    answerTimeoutMs: 20000\n');
+    expect(() => loadConfig({ VOXBRIDGE_CONFIG: short })).toThrow(
+      /calls\.control\.answerTimeoutMs: must exceed ringSeconds/,
     );
   });
 });

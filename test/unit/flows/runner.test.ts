@@ -3,7 +3,14 @@
  * keys with timeouts and retries, branching, the wait after a barge-in, webhooks, hangup, abort.
  */
 import { describe, expect, it } from 'vitest';
-import { runFlow, type FlowCall, type FlowEvent, type FlowSayResult } from '../../../src/flows/runner.js';
+import {
+  runFlow,
+  type FlowCall,
+  type FlowEvent,
+  type FlowSayResult,
+  type FlowTransfer,
+  type FlowTransferOutcome,
+} from '../../../src/flows/runner.js';
 import { flowSchema, type Flow } from '../../../src/flows/schema.js';
 import { FakeClock } from '../../helpers/fake-clock.js';
 
@@ -240,5 +247,96 @@ describe('runFlow', () => {
     controller.abort();
     expect(await done).toBe('aborted');
     expect(clock.pending).toBe(0);
+  });
+});
+
+describe('runFlow: transfers', () => {
+  /** A scripted call that can be transferred, answering each transfer with the next outcome given. */
+  class TransferringCall extends ScriptedCall {
+    readonly transfers: FlowTransfer[] = [];
+    constructor(
+      clock: FakeClock,
+      private readonly outcomes: FlowTransferOutcome[],
+    ) {
+      super(clock);
+    }
+    transfer = (request: FlowTransfer): Promise<FlowTransferOutcome> => {
+      this.transfers.push(request);
+      return Promise.resolve(this.outcomes.shift() ?? { ok: false, code: 'none', message: 'no outcome' });
+    };
+  }
+
+  const DESK = flow({
+    start: 'warm',
+    nodes: {
+      warm: {
+        type: 'transfer',
+        text: 'One moment.',
+        to: '+15551234567',
+        mode: 'warm',
+        callerId: '+15550001111',
+        summary: 'A caller about their bill.',
+        holdMusicUrl: 'https://music.example.com/hold.mp3',
+        onFail: 'cold',
+      },
+      cold: { type: 'transfer', to: 'sip:desk@pbx.example.com', timeoutSeconds: 15 },
+    },
+  });
+
+  it('says its text, transfers, and ends the flow (no hang-up) when the gateway took the caller', async () => {
+    const clock = new FakeClock();
+    const call = new TransferringCall(clock, [{ ok: true, targetCallId: 'CA-target' }]);
+    const events: FlowEvent[] = [];
+    const { end } = await run(DESK, call, clock, events);
+    expect(end).toBe('transfer');
+    expect(call.said.map((s) => [s.text, s.interruptible])).toEqual([['One moment.', false]]);
+    expect(call.transfers).toEqual([
+      {
+        to: '+15551234567',
+        mode: 'warm',
+        callerId: '+15550001111',
+        timeoutSeconds: 30,
+        summary: { text: 'A caller about their bill.' },
+        holdMusicUrl: 'https://music.example.com/hold.mp3',
+      },
+    ]);
+    expect(call.hungUpAt).toBeUndefined();
+    expect(events.at(-2)).toMatchObject({
+      type: 'flow.node',
+      node: 'warm',
+      detail: { transfer: 'done', targetCallId: 'CA-target' },
+    });
+    expect(events.at(-1)).toMatchObject({ type: 'flow.end', detail: { reason: 'transfer' } });
+  });
+
+  it('goes to onFail when the transfer fails, and hangs up when a node without onFail fails', async () => {
+    const clock = new FakeClock();
+    const call = new TransferringCall(clock, [
+      { ok: false, code: 'rejected', message: 'busy' },
+      { ok: false, code: 'unsupported', message: 'no SIP' },
+    ]);
+    const events: FlowEvent[] = [];
+    const { end } = await run(DESK, call, clock, events);
+    expect(end).toBe('hangup');
+    expect(call.transfers.map((t) => [t.to, t.mode, t.timeoutSeconds])).toEqual([
+      ['+15551234567', 'warm', 30],
+      ['sip:desk@pbx.example.com', 'cold', 15],
+    ]);
+    expect(call.hungUpAt).toBeDefined();
+    expect(events.filter((e) => e.detail?.['transfer'] === 'failed').map((e) => e.detail?.['code'])).toEqual([
+      'rejected',
+      'unsupported',
+    ]);
+  });
+
+  it('on a call that cannot be transferred, the transfer fails to onFail', async () => {
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock);
+    const events: FlowEvent[] = [];
+    const { end } = await run(DESK, call, clock, events);
+    expect(end).toBe('hangup');
+    expect(events.find((e) => e.detail?.['transfer'] === 'failed')?.detail).toMatchObject({
+      code: 'unsupported',
+    });
   });
 });

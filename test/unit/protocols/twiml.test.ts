@@ -39,14 +39,76 @@ describe('parseTwiml', () => {
   });
 
   it('keeps a verb voxbridge does not run by name, so the call fails there; a word that is no verb is an error', () => {
-    expect(parseTwiml('<Response><Say>Hold on</Say><Dial>+15550100</Dial></Response>')).toEqual([
+    expect(parseTwiml('<Response><Say>Hold on</Say><Gather/></Response>')).toEqual([
       { verb: 'Say', text: 'Hold on', loop: 1 },
-      { verb: 'Unsupported', name: 'Dial' },
+      { verb: 'Unsupported', name: 'Gather' },
+    ]);
+    expect(parseTwiml('<Response><Dial><Conference>room</Conference></Dial></Response>')).toEqual([
+      { verb: 'Unsupported', name: 'Dial/Conference' },
     ]);
     expect(parseTwiml('<Response><Connect><Stream url="wss://x"/></Connect></Response>')).toEqual([
       { verb: 'Unsupported', name: 'Connect/Stream' },
     ]);
     expect(() => parseTwiml('<Response><Shout>hi</Shout></Response>')).toThrow(/<Shout> is not a TwiML verb/);
+  });
+
+  it('reads <Dial> to one number or SIP address, with timeout, callerId and action as Twilio documents them', () => {
+    expect(parseTwiml('<Response><Dial> +1 (555) 010-0123 </Dial></Response>')).toEqual([
+      {
+        verb: 'Dial',
+        target: { kind: 'number', number: '+15550100123' },
+        timeoutSeconds: 30,
+        method: 'POST',
+        ignored: [],
+      },
+    ]);
+    expect(
+      parseTwiml(
+        '<Response><Dial timeout="12" callerId="+15550001111" action="/after" method="GET" record="record-from-answer">' +
+          '<Number sendDigits="ww1">+15550100123</Number></Dial></Response>',
+      ),
+    ).toEqual([
+      {
+        verb: 'Dial',
+        target: { kind: 'number', number: '+15550100123' },
+        timeoutSeconds: 12,
+        callerId: '+15550001111',
+        action: '/after',
+        method: 'GET',
+        ignored: ['record', 'Number@sendDigits'],
+      },
+    ]);
+    expect(parseTwiml('<Response><Dial><Sip>sip:agent@pbx.example.com</Sip></Dial></Response>')).toEqual([
+      {
+        verb: 'Dial',
+        target: { kind: 'sip', uri: 'sip:agent@pbx.example.com' },
+        timeoutSeconds: 30,
+        method: 'POST',
+        ignored: [],
+      },
+    ]);
+  });
+
+  it.each([
+    ['a <Dial> with nothing to dial', '<Response><Dial> </Dial></Response>', /<Dial> has no number/],
+    [
+      'a <Dial> of two numbers at once',
+      '<Response><Dial><Number>+15550100</Number><Number>+15550101</Number></Dial></Response>',
+      /one number or SIP address at a time/,
+    ],
+    [
+      'a <Dial timeout> out of range',
+      '<Response><Dial timeout="2">+15550100</Dial></Response>',
+      /from 5 to 600/,
+    ],
+    [
+      'a <Dial> of an unknown noun',
+      '<Response><Dial><Pager>x</Pager></Dial></Response>',
+      /cannot hold <Pager>/,
+    ],
+  ])('refuses %s with a TwimlError', (_what, xml, message) => {
+    expect(() => parseTwiml(xml)).toThrow(TwimlError);
+    expect(() => parseTwiml(xml)).toThrow(message);
   });
 
   it.each([
