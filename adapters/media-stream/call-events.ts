@@ -75,6 +75,21 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       code?: string | undefined;
       error?: string | undefined;
     }
+  /**
+   * Who answered, as the answering-machine detector decided from the callee's audio (`source: audio`):
+   * times in ms of that audio from the stream's start.
+   */
+  | {
+      type: 'amd';
+      source: 'audio';
+      result: 'human' | 'machine' | 'unknown';
+      reason: string;
+      decidedAtMs: number;
+      speechMs: number;
+      greetingMs: number;
+      /** The beep that decided it (reason `beep`). */
+      beepHz?: number | undefined;
+    }
   | {
       type: 'relay';
       relay: string;
@@ -183,6 +198,17 @@ export function toWire(event: CallEvent): Record<string, unknown> {
         ...(event.targetCallId === undefined ? {} : { target_call_id: event.targetCallId }),
         ...(event.code === undefined ? {} : { code: event.code }),
         ...(event.error === undefined ? {} : { error: event.error }),
+      };
+    case 'amd':
+      return {
+        ...head,
+        source: event.source,
+        result: event.result,
+        reason: event.reason,
+        decided_at_ms: Math.round(event.decidedAtMs),
+        speech_ms: Math.round(event.speechMs),
+        greeting_ms: Math.round(event.greetingMs),
+        ...(event.beepHz === undefined ? {} : { beep_hz: Math.round(event.beepHz) }),
       };
     case 'relay':
       return {

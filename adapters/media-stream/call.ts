@@ -17,7 +17,7 @@ import type {
 } from '../../src/flows/runner.js';
 import { CallControlError, type TransferResult } from '../../src/call-control/index.js';
 import type { FlowGrammars } from '../../src/flows/grammars.js';
-import type { Flow } from '../../src/flows/schema.js';
+import { flowDetectsMachines, type Flow } from '../../src/flows/schema.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
@@ -31,6 +31,7 @@ import { SPEAKER_SAMPLE_RATE } from '../../src/speaker/segment-audio.js';
 import { dtmfTones } from '../../src/audio/dtmf.js';
 import { int16ToBytes } from '../../src/audio/pcm.js';
 import { BargeInChain } from './barge-in-chain.js';
+import { CallAmd } from './call-amd.js';
 import { CallFlow, chooseFlow } from './call-flow.js';
 import type { Aligner } from '../../src/speaker/word-alignment.js';
 import { CallListener, type TurnRecognizer } from './call-listen.js';
@@ -145,6 +146,8 @@ export type CallState =
       flow: CallFlow | undefined;
       /** The caller's turns heard for the flow's gathers that listen for speech; none when they cannot. */
       listener: CallListener | undefined;
+      /** Answering-machine detection: calls voxbridge placed, and those whose flow asks who answered. */
+      amd: CallAmd | undefined;
     }
   | { status: 'ended'; reason: string; flow: CallFlow | undefined };
 
@@ -243,6 +246,7 @@ export class Call extends EventEmitter<CallEvents> {
       void old.speaker.close();
       old.falseBargeIn?.close();
       old.listener?.close();
+      old.amd?.close();
     }
     this.emit('stateChange', old, next);
   }
@@ -300,6 +304,7 @@ export class Call extends EventEmitter<CallEvents> {
           this.log.warn({ streamId: event.streamId }, 'media for an unknown stream dropped');
           return;
         }
+        state.amd?.push(event.payload);
         if (state.bargeIn && !state.bargeIn.push(event.payload, event.timestampMs)) this.dropped++;
         return;
       case 'mark':
@@ -433,6 +438,7 @@ export class Call extends EventEmitter<CallEvents> {
         },
         log: this.log,
       });
+    const amd = placed || (chosen && flowDetectsMachines(chosen.flow)) ? this.startAmd(stream) : undefined;
     const flow =
       chosen &&
       new CallFlow({
@@ -458,6 +464,8 @@ export class Call extends EventEmitter<CallEvents> {
           transfer: (request, signal) => this.transferForFlow(request, signal),
           relay: (spec, signal) => this.runRelay(spec, signal),
           listen: listener && ((grammar, signal) => listener.listen(grammar, signal)),
+          detectMachine: amd && ((timeoutMs, signal) => amd.waitForDecision(timeoutMs, signal)),
+          greetingEnd: amd && ((maxWaitMs, signal) => amd.waitForGreetingEnd(maxWaitMs, signal)),
         },
         clock,
         grammars,
@@ -467,7 +475,7 @@ export class Call extends EventEmitter<CallEvents> {
         twilioAuthToken: this.options.relays?.twilioAuthToken,
         log: this.log,
       });
-    this.setState({ status: 'active', stream, sink, speaker, bargeIn, falseBargeIn, flow, listener });
+    this.setState({ status: 'active', stream, sink, speaker, bargeIn, falseBargeIn, flow, listener, amd });
     this.emitEvent({
       type: 'call.started',
       gateway: this.gateway,
@@ -476,6 +484,33 @@ export class Call extends EventEmitter<CallEvents> {
       parameters: { ...stream.parameters },
     });
     flow?.start();
+  }
+
+  /** The callee's answering-machine detector; none (logged) for an inbound rate it does not take. */
+  private startAmd(stream: StreamInfo): CallAmd | undefined {
+    try {
+      return new CallAmd({
+        inbound: stream.inbound,
+        clock: this.options.clock,
+        onDecision: (d) => {
+          this.log.info({ result: d.result, reason: d.reason, decidedAtMs: d.decidedAtMs }, 'amd');
+          this.emitEvent({
+            type: 'amd',
+            source: 'audio',
+            result: d.result,
+            reason: d.reason,
+            decidedAtMs: d.decidedAtMs,
+            speechMs: d.speechMs,
+            greetingMs: d.greetingMs,
+            ...(d.beep ? { beepHz: d.beep.frequencyHz } : {}),
+          });
+        },
+      });
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      this.log.warn({ err: error.message }, 'no answering-machine detection on this call');
+      return undefined;
+    }
   }
 
   private async sayForFlow(

@@ -88,6 +88,26 @@ export type FlowTransferOutcome =
   | { readonly ok: true; readonly targetCallId?: string | undefined }
   | { readonly ok: false; readonly code: string; readonly message: string };
 
+/** Who answered, as the call's answering-machine detector decided from the callee's audio. */
+export interface FlowMachineDecision {
+  readonly result: 'human' | 'machine' | 'unknown';
+  /** `short-speech`, `long-speech`, `beep`, `silence` (src/barge-in/amd.ts). */
+  readonly reason: string;
+  /** When it was decided, in ms of the callee's audio from the stream's start. */
+  readonly decidedAtMs: number;
+  /** Audible speech heard by then (ms). */
+  readonly speechMs: number;
+}
+
+/**
+ * How a machine's greeting ended: its `beep`, `silence` after it, or neither within the wait
+ * (`timeout`); `atMs` in ms of the callee's audio, where the detector said.
+ */
+export interface FlowGreetingEnd {
+  readonly end: 'beep' | 'silence' | 'timeout';
+  readonly atMs?: number | undefined;
+}
+
 export interface FlowCall {
   readonly id: string;
   /** The call's fields (TwiML webhooks are sent them); default empty, `inbound`. */
@@ -119,4 +139,17 @@ export interface FlowCall {
    * Undefined where relays cannot run.
    */
   relay?: ((spec: FlowRelaySpec, signal: AbortSignal) => Promise<FlowRelayOutcome>) | undefined;
+  /**
+   * The answering-machine detector's decision (at once when made already), or undefined when none
+   * came within `timeoutMs` (no audio, or too little). Rejects when `signal` aborts. Undefined where
+   * the call runs no detector.
+   */
+  detectMachine?:
+    ((timeoutMs: number, signal: AbortSignal) => Promise<FlowMachineDecision | undefined>) | undefined;
+  /**
+   * Waits for the end of the callee's greeting (started by a machine decision, else from now): its
+   * beep, or silence after it; `timeout` after `maxWaitMs` with neither. Rejects when `signal` aborts.
+   * Undefined where the call runs no detector.
+   */
+  greetingEnd?: ((maxWaitMs: number, signal: AbortSignal) => Promise<FlowGreetingEnd>) | undefined;
 }

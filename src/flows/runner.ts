@@ -13,8 +13,10 @@ import { runTwiml } from './twiml.js';
 export type {
   FlowCall,
   FlowCallFields,
+  FlowGreetingEnd,
   FlowHeard,
   FlowListening,
+  FlowMachineDecision,
   FlowRelayOutcome,
   FlowRelaySpec,
   FlowSayResult,
@@ -417,6 +419,41 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
           }
           if (node.onFail !== undefined) {
             current = node.onFail;
+            break;
+          }
+          await call.hangup();
+          emit('flow.end', current, { reason: 'hangup' });
+          return 'hangup';
+        }
+        case 'detect-machine': {
+          // The bot says nothing meanwhile: its own voice would be heard as the callee's.
+          silentSteps = 0;
+          const decision = call.detectMachine ? await call.detectMachine(node.timeoutMs, signal) : undefined;
+          const result = decision?.result ?? 'unknown';
+          const target = result === 'unknown' ? (node.unknown ?? node.human) : node[result];
+          emit('flow.node', current, {
+            result,
+            reason: decision?.reason ?? (call.detectMachine ? 'timeout' : 'unsupported'),
+            ...(decision ? { decidedAtMs: decision.decidedAtMs, speechMs: decision.speechMs } : {}),
+            next: target,
+          });
+          current = target;
+          break;
+        }
+        case 'voicemail': {
+          silentSteps = 0;
+          // A call without a detector cannot hear the greeting: the message is left at once.
+          const greeting = call.greetingEnd
+            ? await call.greetingEnd(node.maxWaitMs, signal)
+            : ({ end: 'unsupported' } as const);
+          emit('flow.node', current, {
+            greeting: greeting.end,
+            ...(greeting.end !== 'unsupported' && greeting.atMs !== undefined ? { atMs: greeting.atMs } : {}),
+          });
+          // Not cut by the greeting's tail, nor by whatever the machine plays after its beep.
+          await call.say(node.text, { ...voiceOf(node), interruptible: false });
+          if (node.next !== undefined) {
+            current = node.next;
             break;
           }
           await call.hangup();

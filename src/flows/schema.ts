@@ -157,6 +157,37 @@ const transferNode = z
           ctx.addIssue({ code: 'custom', path: [key], message: 'is for a warm transfer' });
   });
 
+/**
+ * Waits (silently) for the answering-machine detector's decision on the callee's audio and branches on
+ * it. A decision that does not come within `timeoutMs` (no audio reached the call) is `unknown`.
+ */
+const detectMachineNode = z.strictObject({
+  type: z.literal('detect-machine'),
+  /** A person answered (a short "hello?" then silence). */
+  human: nodeName,
+  /** A voicemail greeting, an IVR menu, or a beep. */
+  machine: nodeName,
+  /** Nothing said, or no decision in time; default: `human`'s node. */
+  unknown: nodeName.optional(),
+  /** The longest wait for the decision (ms). Default 10 000, within [1000, 60 000]. */
+  timeoutMs: z.number().int().min(1000).max(60_000).default(10_000),
+});
+
+/**
+ * Leaves a message on a machine: waits for the end of its greeting (its beep, or silence after it) and
+ * then speaks `text`, which nothing cuts (the greeting's tail is no barge-in).
+ */
+const voicemailNode = z.strictObject({
+  type: z.literal('voicemail'),
+  /** The message. */
+  text: z.string().min(1).max(4000),
+  voice: z.string().min(1).optional(),
+  /** Said anyway when the greeting has not ended by then (ms). Default 30 000, within [1000, 120 000]. */
+  maxWaitMs: z.number().int().min(1000).max(120_000).default(30_000),
+  /** Where the flow goes after the message; default: hang up. */
+  next: nodeName.optional(),
+});
+
 /** `host[:port]` as a URL has it. */
 const hostName = z
   .string()
@@ -192,6 +223,8 @@ export const flowNodeSchema = z.discriminatedUnion('type', [
   relayNode,
   twimlNode,
   transferNode,
+  detectMachineNode,
+  voicemailNode,
 ]);
 
 export const flowSchema = z
@@ -220,6 +253,9 @@ export const flowSchema = z
       if (node.type === 'relay') check(node.onClose, [...at, 'onClose']);
       if (node.type === 'twiml') check(node.onError, [...at, 'onError']);
       if (node.type === 'transfer') check(node.onFail, [...at, 'onFail']);
+      if (node.type === 'voicemail') check(node.next, [...at, 'next']);
+      if (node.type === 'detect-machine')
+        for (const branch of ['human', 'machine', 'unknown'] as const) check(node[branch], [...at, branch]);
       if (node.type === 'gather') {
         for (const [digits, target] of Object.entries(node.branches))
           check(target, [...at, 'branches', digits]);
@@ -270,3 +306,10 @@ export type FlowNode = z.infer<typeof flowNodeSchema>;
 export type TwimlNode = z.infer<typeof twimlNode>;
 export type TransferNode = z.infer<typeof transferNode>;
 export type Flows = z.infer<typeof flowsSchema>;
+export type DetectMachineNode = z.infer<typeof detectMachineNode>;
+export type VoicemailNode = z.infer<typeof voicemailNode>;
+
+/** Whether a flow asks who answered (its call then runs the answering-machine detector). */
+export function flowDetectsMachines(flow: Flow): boolean {
+  return Object.values(flow.nodes).some((n) => n.type === 'detect-machine' || n.type === 'voicemail');
+}

@@ -7,6 +7,8 @@ import {
   runFlow,
   type FlowCall,
   type FlowEvent,
+  type FlowGreetingEnd,
+  type FlowMachineDecision,
   type FlowSayResult,
   type FlowTransfer,
   type FlowTransferOutcome,
@@ -338,5 +340,178 @@ describe('runFlow: transfers', () => {
     expect(events.find((e) => e.detail?.['transfer'] === 'failed')?.detail).toMatchObject({
       code: 'unsupported',
     });
+  });
+});
+
+describe('runFlow: answering machines', () => {
+  /**
+   * A scripted call with a detector: its decision comes at `decision.at` on the clock (or never), the
+   * greeting it waits for ends at `greeting.at` (or never).
+   */
+  class DetectingCall extends ScriptedCall {
+    readonly waits: Array<{ kind: 'decision' | 'greeting'; ms: number; at: number }> = [];
+    constructor(
+      private readonly clock2: FakeClock,
+      private readonly decision: (FlowMachineDecision & { at: number }) | undefined,
+      private readonly greeting: (FlowGreetingEnd & { at: number }) | undefined,
+    ) {
+      super(clock2);
+    }
+    detectMachine = async (
+      timeoutMs: number,
+      signal: AbortSignal,
+    ): Promise<FlowMachineDecision | undefined> => {
+      const now = this.clock2.now();
+      this.waits.push({ kind: 'decision', ms: timeoutMs, at: now });
+      const d = this.decision;
+      if (d && d.at <= now + timeoutMs) {
+        await this.clock2.sleepUntil(d.at, signal);
+        return d;
+      }
+      await this.clock2.sleepUntil(now + timeoutMs, signal);
+      return undefined;
+    };
+    greetingEnd = async (maxWaitMs: number, signal: AbortSignal): Promise<FlowGreetingEnd> => {
+      const now = this.clock2.now();
+      this.waits.push({ kind: 'greeting', ms: maxWaitMs, at: now });
+      const g = this.greeting;
+      if (g && g.at <= now + maxWaitMs) {
+        await this.clock2.sleepUntil(g.at, signal);
+        return g;
+      }
+      await this.clock2.sleepUntil(now + maxWaitMs, signal);
+      return { end: 'timeout' };
+    };
+  }
+
+  const OUTREACH = flow({
+    start: 'who',
+    nodes: {
+      who: { type: 'detect-machine', human: 'hello', machine: 'message', unknown: 'hello', timeoutMs: 8000 },
+      hello: { type: 'say', text: 'Hi, this is the clinic.', next: 'bye' },
+      message: { type: 'voicemail', text: 'Please call the clinic back.', maxWaitMs: 20_000 },
+      bye: { type: 'hangup' },
+    },
+  });
+  const machine = (at: number): FlowMachineDecision & { at: number } => ({
+    result: 'machine',
+    reason: 'long-speech',
+    decidedAtMs: at,
+    speechMs: 2400,
+    at,
+  });
+
+  it('a machine: silent until the decision, then the message once the beep ends, not interruptible, then hangs up', async () => {
+    const clock = new FakeClock();
+    const call = new DetectingCall(clock, machine(3000), { end: 'beep', atMs: 7200, at: 7500 });
+    const events: FlowEvent[] = [];
+    const { end } = await run(OUTREACH, call, clock, events);
+    expect(end).toBe('hangup');
+    expect(call.waits).toEqual([
+      { kind: 'decision', ms: 8000, at: 0 },
+      { kind: 'greeting', ms: 20_000, at: 3000 },
+    ]);
+    expect(call.said).toEqual([{ text: 'Please call the clinic back.', interruptible: false, at: 7500 }]);
+    expect(call.hungUpAt).toBe(8500);
+    expect(events.find((e) => e.node === 'who' && e.detail?.['result'])?.detail).toEqual({
+      result: 'machine',
+      reason: 'long-speech',
+      decidedAtMs: 3000,
+      speechMs: 2400,
+      next: 'message',
+    });
+    expect(events.find((e) => e.node === 'message' && e.detail?.['greeting'])?.detail).toEqual({
+      greeting: 'beep',
+      atMs: 7200,
+    });
+  });
+
+  it('a person goes to the human branch; no decision within timeoutMs goes to unknown', async () => {
+    const clock = new FakeClock();
+    const person = new DetectingCall(
+      clock,
+      { result: 'human', reason: 'short-speech', decidedAtMs: 1800, speechMs: 500, at: 1800 },
+      undefined,
+    );
+    expect((await run(OUTREACH, person, clock)).end).toBe('hangup');
+    expect(person.said.map((s) => [s.text, s.at])).toEqual([['Hi, this is the clinic.', 1800]]);
+
+    const clock2 = new FakeClock();
+    const mute = new DetectingCall(clock2, undefined, undefined);
+    const events: FlowEvent[] = [];
+    expect((await run(OUTREACH, mute, clock2, events)).end).toBe('hangup');
+    expect(mute.said.map((s) => [s.text, s.at])).toEqual([['Hi, this is the clinic.', 8000]]);
+    expect(events.find((e) => e.node === 'who' && e.detail?.['result'])?.detail).toEqual({
+      result: 'unknown',
+      reason: 'timeout',
+      next: 'hello',
+    });
+  });
+
+  it('unknown defaults to the human branch; a greeting that never ends gets the message at maxWaitMs, then next', async () => {
+    const f = flow({
+      start: 'who',
+      nodes: {
+        who: { type: 'detect-machine', human: 'hello', machine: 'message' },
+        hello: { type: 'hangup', text: 'Hi.' },
+        message: { type: 'voicemail', text: 'Call us.', next: 'bye' },
+        bye: { type: 'hangup', text: 'Bye.' },
+      },
+    });
+    const clock = new FakeClock();
+    const unknown = new DetectingCall(
+      clock,
+      { result: 'unknown', reason: 'silence', decidedAtMs: 5000, speechMs: 0, at: 5000 },
+      undefined,
+    );
+    await run(f, unknown, clock);
+    expect(unknown.waits[0]).toEqual({ kind: 'decision', ms: 10_000, at: 0 });
+    expect(unknown.said.map((s) => s.text)).toEqual(['Hi.']);
+
+    const clock2 = new FakeClock();
+    const endless = new DetectingCall(clock2, machine(2500), undefined);
+    const events: FlowEvent[] = [];
+    await run(f, endless, clock2, events);
+    expect(endless.said.map((s) => [s.text, s.at])).toEqual([
+      ['Call us.', 32_500],
+      ['Bye.', 33_500],
+    ]);
+    expect(events.find((e) => e.detail?.['greeting'])?.detail).toEqual({ greeting: 'timeout' });
+  });
+
+  it('on a call without a detector: unknown (unsupported), and a voicemail speaks at once', async () => {
+    const f = flow({
+      start: 'who',
+      nodes: {
+        who: { type: 'detect-machine', human: 'message', machine: 'message', unknown: 'message' },
+        message: { type: 'voicemail', text: 'Call us.' },
+      },
+    });
+    const clock = new FakeClock();
+    const call = new ScriptedCall(clock);
+    const events: FlowEvent[] = [];
+    expect((await run(f, call, clock, events)).end).toBe('hangup');
+    expect(call.said).toEqual([{ text: 'Call us.', interruptible: false, at: 0 }]);
+    expect(
+      events.filter((e) => e.type === 'flow.node' && e.detail?.['type'] === undefined).map((e) => e.detail),
+    ).toEqual([{ result: 'unknown', reason: 'unsupported', next: 'message' }, { greeting: 'unsupported' }]);
+  });
+
+  it('refuses unknown branches and options out of bounds', () => {
+    const base = { start: 'who', nodes: { end: { type: 'hangup' } } };
+    const bad = (node: Record<string, unknown>) =>
+      flowSchema.safeParse({ ...base, nodes: { ...base.nodes, who: node } }).success;
+    expect(bad({ type: 'detect-machine', human: 'end', machine: 'end' })).toBe(true);
+    expect(bad({ type: 'detect-machine', human: 'end', machine: 'nowhere' })).toBe(false);
+    expect(bad({ type: 'detect-machine', human: 'end', machine: 'end', unknown: 'nowhere' })).toBe(false);
+    expect(bad({ type: 'detect-machine', human: 'end' })).toBe(false);
+    expect(bad({ type: 'detect-machine', human: 'end', machine: 'end', timeoutMs: 500 })).toBe(false);
+    expect(bad({ type: 'detect-machine', human: 'end', machine: 'end', timeoutMs: 60_001 })).toBe(false);
+    expect(bad({ type: 'voicemail', text: 'Hi.' })).toBe(true);
+    expect(bad({ type: 'voicemail', text: '' })).toBe(false);
+    expect(bad({ type: 'voicemail', text: 'Hi.', maxWaitMs: 999 })).toBe(false);
+    expect(bad({ type: 'voicemail', text: 'Hi.', maxWaitMs: 120_001 })).toBe(false);
+    expect(bad({ type: 'voicemail', text: 'Hi.', next: 'nowhere' })).toBe(false);
+    expect(bad({ type: 'voicemail', text: 'Hi.', bargeIn: true })).toBe(false);
   });
 });
