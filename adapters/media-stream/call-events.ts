@@ -1,4 +1,5 @@
 /** What a call reports (the control API's event stream, flow webhooks), and how it goes on the wire. */
+import type { GatewayAmdVerdict } from './amd-verdict.js';
 import type { FlowEvent, GatherResult } from '../../src/flows/runner.js';
 import { resultJson, type PublicResult } from '../../src/control/result.js';
 import type { GatewayName } from '../../src/protocols/types.js';
@@ -90,6 +91,17 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       /** The beep that decided it (reason `beep`). */
       beepHz?: number | undefined;
     }
+  /**
+   * Who answered, as the gateway's own detection said (`machine_detection` in `POST /calls`, its verdict
+   * posted to voxbridge): `answeredBy` in the gateway's words, `detectionMs` how long it listened.
+   */
+  | {
+      type: 'amd';
+      source: 'gateway';
+      result: 'human' | 'machine' | 'unknown';
+      answeredBy: string;
+      detectionMs?: number | undefined;
+    }
   | {
       type: 'relay';
       relay: string;
@@ -101,6 +113,19 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       handoffData?: string | undefined;
     }
 );
+
+/** An `amd` event's fields from a gateway's verdict. */
+export function gatewayAmdFields(verdict: GatewayAmdVerdict): {
+  result: GatewayAmdVerdict['result'];
+  answeredBy: string;
+  detectionMs?: number;
+} {
+  return {
+    result: verdict.result,
+    answeredBy: verdict.answeredBy,
+    ...(verdict.detectionMs === undefined ? {} : { detectionMs: verdict.detectionMs }),
+  };
+}
 
 type DistributiveOmit<T, K extends keyof never> = T extends unknown ? Omit<T, K> : never;
 export type EventBody = DistributiveOmit<CallEvent, 'seq' | 'at' | 'callId'>;
@@ -200,6 +225,14 @@ export function toWire(event: CallEvent): Record<string, unknown> {
         ...(event.error === undefined ? {} : { error: event.error }),
       };
     case 'amd':
+      if (event.source === 'gateway')
+        return {
+          ...head,
+          source: event.source,
+          result: event.result,
+          answered_by: event.answeredBy,
+          ...(event.detectionMs === undefined ? {} : { detection_ms: Math.round(event.detectionMs) }),
+        };
       return {
         ...head,
         source: event.source,

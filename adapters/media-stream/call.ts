@@ -15,6 +15,7 @@ import type {
   FlowTransfer,
   FlowTransferOutcome,
 } from '../../src/flows/runner.js';
+import type { GatewayAmdVerdict } from './amd-verdict.js';
 import { CallControlError, type TransferResult } from '../../src/call-control/index.js';
 import type { FlowGrammars } from '../../src/flows/grammars.js';
 import { flowDetectsMachines, type Flow } from '../../src/flows/schema.js';
@@ -35,7 +36,7 @@ import { CallAmd } from './call-amd.js';
 import { CallFlow, chooseFlow } from './call-flow.js';
 import type { Aligner } from '../../src/speaker/word-alignment.js';
 import { CallListener, type TurnRecognizer } from './call-listen.js';
-import { publicResult, type CallEvent, type EventBody } from './call-events.js';
+import { gatewayAmdFields, publicResult, type CallEvent, type EventBody } from './call-events.js';
 import type { DetectorHooks, OnsetDetector } from './caller-audio.js';
 import { CallRelay, type CallRelays } from './call-relay.js';
 import { CLOSE } from '../../src/http/ws-close.js';
@@ -755,6 +756,17 @@ export class Call extends EventEmitter<CallEvents> {
     } finally {
       this.#relay = undefined;
     }
+  }
+
+  /**
+   * The gateway's own answering-machine verdict, posted to voxbridge (`machine_detection` without a
+   * `callback_url`): an `amd` event of `source: gateway`, beside the audio one; false once the call ended.
+   */
+  reportGatewayAmd(verdict: GatewayAmdVerdict): boolean {
+    if (this.#state.status === 'ended') return false;
+    this.log.info({ result: verdict.result, answeredBy: verdict.answeredBy }, 'gateway amd');
+    this.emitEvent({ type: 'amd', source: 'gateway', ...gatewayAmdFields(verdict) });
+    return true;
   }
 
   private emitEvent(body: EventBody): void {

@@ -23,6 +23,9 @@ import type { Clock } from '../../src/speaker/clock.js';
 import type { CallEvent, EventBody } from './call-events.js';
 import type { CallControls } from './call-control-link.js';
 import type { Call, CallAdmission } from './call.js';
+import type { GatewayAmdVerdict } from './amd-verdict.js';
+import type { AmdCallbacks } from './amd-callbacks.js';
+import { gatewayAmdFields } from './call-events.js';
 import { PlacedCall } from './placed-call.js';
 import { postEvent, type PostJson } from './webhooks.js';
 
@@ -60,6 +63,11 @@ export interface OutboundCallsOptions {
   /** Calls connected now (started or not). */
   readonly activeCalls: () => number;
   readonly post?: PostJson | undefined;
+  /**
+   * Where the gateways post their own machine-detection verdicts to voxbridge (`machine_detection`
+   * without `callback_url`); undefined without `server.publicUrl`.
+   */
+  readonly amdCallbacks?: AmdCallbacks | undefined;
 }
 
 /** Why a call is not placed, as the control API answers it. */
@@ -142,6 +150,14 @@ export class OutboundCalls {
       );
     if (request.machine_detection && !control.capabilities.machineDetection)
       throw new PlaceRefusal(409, 'unsupported', `${gateway} has no answering-machine detection of its own`);
+    const amdToUs =
+      request.machine_detection !== undefined && request.machine_detection.callback_url === undefined;
+    if (amdToUs && settings.publicUrl !== undefined && !this.options.amdCallbacks?.reads(gateway))
+      throw new PlaceRefusal(
+        409,
+        'unsupported',
+        `voxbridge cannot read ${gateway}'s machine-detection verdicts: give machine_detection.callback_url`,
+      );
     if (settings.publicUrl === undefined)
       throw new PlaceRefusal(
         409,
@@ -182,11 +198,18 @@ export class OutboundCalls {
       parameters: { ...request.parameters },
       placedAtMs: clock.now(),
     });
+    // The gateway's verdict comes here: a callback of its own, open while the call lasts.
+    const amdCallback = amdToUs
+      ? this.options.amdCallbacks?.open(gateway, (verdict) => this.onGatewayAmd(placed, verdict))
+      : undefined;
+    if (amdToUs && !amdCallback)
+      throw new PlaceRefusal(503, 'at_capacity', 'too many calls wait for a machine-detection verdict');
+    placed.amdCallbackId = amdCallback?.id;
     this.#waiting.set(id, placed);
     const md = request.machine_detection;
     const machineDetection: GatewayMachineDetection | undefined = md && {
       mode: md.mode,
-      callbackUrl: md.callback_url,
+      callbackUrl: md.callback_url ?? amdCallback!.url,
       ...(md.timeout_seconds === undefined ? {} : { timeoutSeconds: md.timeout_seconds }),
     };
     const originating = control.originate({
@@ -241,6 +264,33 @@ export class OutboundCalls {
     });
   }
 
+  /** The gateway's own verdict came: an `amd` event on the placement, or on the call it became. */
+  private onGatewayAmd(placed: PlacedCall, verdict: GatewayAmdVerdict): void {
+    const { logger } = this.options;
+    const state = placed.state;
+    if (
+      verdict.providerCallId !== undefined &&
+      placed.providerCallId !== undefined &&
+      verdict.providerCallId !== placed.providerCallId
+    ) {
+      logger.warn({ callId: placed.id }, "a machine-detection verdict about another of the gateway's calls");
+      return;
+    }
+    if (state.status === 'answered') {
+      if (!state.call.reportGatewayAmd(verdict))
+        logger.info(
+          { callId: placed.id, answeredBy: verdict.answeredBy },
+          'gateway amd after the call ended',
+        );
+    } else if (state.status === 'failed')
+      logger.info({ callId: placed.id, answeredBy: verdict.answeredBy }, 'gateway amd after the call failed');
+    else this.report(placed, { type: 'amd', source: 'gateway', ...gatewayAmdFields(verdict) });
+  }
+
+  private closeAmdCallback(placed: PlacedCall): void {
+    if (placed.amdCallbackId !== undefined) this.options.amdCallbacks?.close(placed.amdCallbackId);
+  }
+
   private onRefused(placed: PlacedCall, error: unknown): void {
     if (placed.state.status !== 'placing') return;
     if (error instanceof CallControlError)
@@ -276,6 +326,7 @@ export class OutboundCalls {
     extra: { providerCode?: string | undefined; status?: number | undefined } = {},
   ): void {
     placed.failed(code, reason);
+    this.closeAmdCallback(placed);
     this.#waiting.delete(placed.id);
     this.prune();
     this.#failed.set(placed.id, { placed, untilMs: this.options.clock.now() + FAILED_KEPT_MS });
@@ -320,6 +371,7 @@ export class OutboundCalls {
     }
     this.#waiting.delete(id);
     const link = placed.answered(call);
+    if (placed.amdCallbackId !== undefined) call.once('ended', () => this.closeAmdCallback(placed));
     this.report(placed, {
       type: 'call.answered',
       gateway: placed.gateway,

@@ -53,6 +53,8 @@ export class PlacedCall extends EventEmitter<PlacedCallEvents> {
   readonly events = new EventLog();
   /** The gateway's id of the call, from its REST answer (Plivo answers with a request id only). */
   providerCallId: string | undefined;
+  /** Its callback for the gateway's machine-detection verdict, while open (adapters/media-stream/amd-callbacks.ts). */
+  amdCallbackId: string | undefined;
   /** Stops the REST request (a cancel, a failure); an answer before the REST answer leaves it be. */
   readonly request = new AbortController();
   /** Stops the wait for the stream (it came, or the placement failed). */

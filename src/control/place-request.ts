@@ -56,13 +56,17 @@ export const placeRequest = z.strictObject({
   /** How long the callee may ring (s). Default `calls.control.ringSeconds`. */
   ring_seconds: z.number().int().min(5).max(600).optional(),
   /**
-   * The gateway's own answering-machine detection, where it has one: its verdict is posted to
-   * `callback_url` (the app's) in the gateway's own format, while the call goes on.
+   * The gateway's own answering-machine detection, where it has one, while the call goes on: its verdict
+   * is posted to `callback_url` (the app's) in the gateway's own format; without one, to voxbridge
+   * (Twilio's only), which reports it as an `amd` event of `source: gateway`.
    */
   machine_detection: z
     .strictObject({
       mode: z.enum(['detect', 'detect-message-end']),
-      callback_url: z.url({ protocol: /^https?$/ }).max(2048),
+      callback_url: z
+        .url({ protocol: /^https?$/ })
+        .max(2048)
+        .optional(),
       timeout_seconds: z.number().int().min(2).max(120).optional(),
     })
     .optional(),

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeMulaw } from '../../src/audio/g711.js';
 import { twilioSignature } from '../../src/protocols/twilio-signature.js';
 import { amdCall, type AmdCall } from '../../testkit/amd-corpus.js';
-import { FakeTwilioRest, twilioStream } from '../../testkit/fake-gateway-rest/index.js';
+import { FakeTwilioRest, twilioStream, type TwilioFakeCall } from '../../testkit/fake-gateway-rest/index.js';
 import { freePort } from '../../testkit/ports.js';
 import { SseReader } from '../../testkit/sse.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -76,15 +76,26 @@ interface Answered {
   readonly g: FakeTwilio;
   /** performance.now() when the callee's first sample was sent. */
   readonly audioStartedAt: number;
+  /** The call as the fake REST API has it (its create request's fields). */
+  readonly call: TwilioFakeCall;
 }
 
-/** Places a call with the outreach flow; the callee answers and plays `callee` at real time. */
-async function callAnsweredBy(callee: AmdCall): Promise<Answered> {
+/**
+ * Places a call with the outreach flow (and `extra` in its request); the callee answers and plays
+ * `callee` at real time.
+ */
+async function callAnsweredBy(callee: AmdCall, extra: Record<string, unknown> = {}): Promise<Answered> {
   const creating = fake.nextCreated();
   const res = await fetch(`${t.url}/calls`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...AUTH },
-    body: JSON.stringify({ gateway: 'twilio', to: '+15551234567', from: '+15550001111', flow: 'outreach' }),
+    body: JSON.stringify({
+      gateway: 'twilio',
+      to: '+15551234567',
+      from: '+15550001111',
+      flow: 'outreach',
+      ...extra,
+    }),
   });
   expect(res.status).toBe(201);
   const id = ((await res.json()) as { id: string }).id;
@@ -102,7 +113,7 @@ async function callAnsweredBy(callee: AmdCall): Promise<Answered> {
   await g.start();
   const audioStartedAt = performance.now();
   void g.sendLive(encodeMulaw(callee.samples)).then(() => g.startCallerAudio());
-  return { events, g, audioStartedAt };
+  return { events, g, audioStartedAt, call };
 }
 
 const ofType = (events: SseReader, type: string): Array<Record<string, unknown>> =>
@@ -178,5 +189,97 @@ describe('answering-machine detection on a placed call', () => {
     expect(
       ofType(events, 'utterance.finished').map((e) => (e['result'] as { heard_text: string }).heard_text),
     ).toEqual([NOBODY]);
+  }, 30_000);
+});
+
+describe("the gateway's own detection, its verdict posted to voxbridge", () => {
+  /** Posts a verdict to a callback URL, as Twilio posts it: form-encoded, signed over the URL and fields. */
+  const postVerdict = (
+    url: string,
+    fields: Record<string, string>,
+    signature = twilioSignature(ENV.TWILIO_AUTH_TOKEN, url, fields),
+  ): Promise<Response> =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature },
+      body: new URLSearchParams(fields).toString(),
+    });
+
+  it('asks Twilio to post to a route of its own, checks it, and reports both verdicts as amd events', async () => {
+    const callee = await amdCall('hello', 11);
+    const { events, g, call } = await callAnsweredBy(callee, { machine_detection: { mode: 'detect' } });
+    // Twilio was asked for its detection, its verdict to voxbridge's own unguessable URL.
+    expect(call.created).toMatchObject({ MachineDetection: ['Enable'], AsyncAmd: ['true'] });
+    const url = call.created?.['AsyncAmdStatusCallback']?.[0] ?? '';
+    expect(url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/call-amd/[A-Za-z0-9_-]{32}$`));
+    const verdict = {
+      AccountSid: ENV.TWILIO_ACCOUNT_SID,
+      CallSid: call.sid,
+      AnsweredBy: 'human',
+      MachineDetectionDuration: '2140',
+    };
+
+    // What is not Twilio's verdict for this call is refused, and changes nothing.
+    expect((await postVerdict(url, verdict, twilioSignature('another-token', url, verdict))).status).toBe(
+      403,
+    );
+    expect((await postVerdict(url, { ...verdict, AnsweredBy: 'machine_start' }, 'x'.repeat(28))).status).toBe(
+      403,
+    );
+    const signedElsewhere = twilioSignature(ENV.TWILIO_AUTH_TOKEN, `${url}x`, verdict);
+    expect((await postVerdict(url, verdict, signedElsewhere)).status).toBe(403);
+    expect((await postVerdict(`${url.slice(0, -4)}AAAA`, verdict)).status).toBe(404);
+    expect((await postVerdict(url, { ...verdict, AnsweredBy: 'robot' })).status).toBe(400);
+    expect((await postVerdict(url, { ...verdict, MachineDetectionDuration: '-3' })).status).toBe(400);
+    expect((await postVerdict(url, { ...verdict, Padding: 'p'.repeat(200) }, '')).status).toBe(403);
+    const oversize = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `AnsweredBy=human&Padding=${'p'.repeat(9000)}`,
+    });
+    expect(oversize.status).toBe(413);
+    expect((await fetch(url)).status).toBe(405);
+
+    // Twilio's verdict: taken once.
+    const taken = await postVerdict(url, verdict);
+    expect(taken.status).toBe(204);
+    expect((await postVerdict(url, verdict)).status).toBe(404);
+
+    await events.until((e) => e.some((x) => x.event === 'call.ended'), 20_000);
+    g.stopCallerAudio();
+    const amd = ofType(events, 'amd');
+    expect(amd).toHaveLength(2);
+    expect(amd.find((e) => e['source'] === 'gateway')).toEqual({
+      seq: expect.any(Number) as unknown,
+      call_id: expect.any(String) as unknown,
+      at: expect.any(String) as unknown,
+      type: 'amd',
+      source: 'gateway',
+      result: 'human',
+      answered_by: 'human',
+      detection_ms: 2140,
+    });
+    // voxbridge's own detector decided too, from the audio, and the flow branched on that one.
+    expect(amd.find((e) => e['source'] === 'audio')).toMatchObject({
+      result: 'human',
+      reason: 'short-speech',
+    });
+    expect(nodeDetail(events, 'who', 'result')).toMatchObject({ result: 'human', next: 'hello' });
+    // The call is over: its callback with it.
+    expect((await postVerdict(url, verdict)).status).toBe(404);
+  }, 30_000);
+
+  it('sends the verdict to the app’s callback_url when it gives one, as before', async () => {
+    const callee = await amdCall('silence', 1);
+    const { events, g, call } = await callAnsweredBy(callee, {
+      machine_detection: { mode: 'detect-message-end', callback_url: 'https://app.example.com/amd' },
+    });
+    expect(call.created).toMatchObject({
+      MachineDetection: ['DetectMessageEnd'],
+      AsyncAmdStatusCallback: ['https://app.example.com/amd'],
+    });
+    await events.until((e) => e.some((x) => x.event === 'call.ended'), 20_000);
+    g.stopCallerAudio();
+    expect(ofType(events, 'amd').map((e) => e['source'])).toEqual(['audio']);
   }, 30_000);
 });

@@ -13,6 +13,8 @@ import type { Call } from '../../../adapters/media-stream/call.js';
 import { controlApi } from '../../../adapters/media-stream/control-api.js';
 import { MediaStreamServer, type UpgradeGuard } from '../../../adapters/media-stream/server.js';
 import { OutboundCalls } from '../../../adapters/media-stream/outbound-calls.js';
+import { AmdCallbacks, GATEWAY_AMD_WINDOW_MS } from '../../../adapters/media-stream/amd-callbacks.js';
+import { twilioAmdReader } from '../../../adapters/media-stream/amd-verdict.js';
 import { startCallControl } from './call-control.js';
 import { designResampler } from '../../audio/resampler.js';
 import {
@@ -86,6 +88,20 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
   for (const name of config.calls.gateways) protocols[name] = PROTOCOLS[name];
   const control = startCallControl(options.loaded, logger);
   const { control: controlConfig } = config.calls;
+  // The gateways' own machine-detection verdicts, posted here when the app gives no callback_url of its
+  // own: Twilio's (signed with TWILIO_AUTH_TOKEN), the only format read so far.
+  const amdCallbacks =
+    config.server.publicUrl === null
+      ? undefined
+      : new AmdCallbacks({
+          publicUrl: config.server.publicUrl,
+          readers:
+            config.calls.gateways.includes('twilio') && secrets.twilioAuthToken !== undefined
+              ? [twilioAmdReader(secrets.twilioAuthToken)]
+              : [],
+          ttlMs: controlConfig.answerTimeoutMs + GATEWAY_AMD_WINDOW_MS,
+          maxOpen: config.calls.maxCalls,
+        });
   const outbound = new OutboundCalls({
     controls: control.controls,
     settings: {
@@ -104,6 +120,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     logger: logger.child({ part: 'outbound' }),
     activeCalls: () => calls.list().length,
     post: options.post,
+    amdCallbacks,
   });
   const calls: MediaStreamServer = new MediaStreamServer({
     server: options.server,
@@ -161,7 +178,11 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
   calls.onCall((call) => logCallEvents(call, logger.child({ gateway: call.gateway })));
   return {
     calls,
-    routes: [{ prefix: '/calls', handler: controlApi(calls, secrets.controlToken) }, ...control.routes],
+    routes: [
+      { prefix: '/calls', handler: controlApi(calls, secrets.controlToken) },
+      ...control.routes,
+      ...(amdCallbacks ? [amdCallbacks.route()] : []),
+    ],
     vadWorkers,
     close: async () => {
       await calls.close();
