@@ -74,13 +74,13 @@ export class CallRelay {
     }
   }
 
-  audio(samples: Int16Array, atMs: number): void {
+  audio(samples: Int16Array, atMs: number, _payload?: Uint8Array): void {
     this.recorder.push(samples, atMs);
   }
 
   /** The caller began to speak (the VAD's onset; a turn may have several). */
-  onset(onsetMs: number): void {
-    this.recorder.onset(onsetMs);
+  onset(_onsetMs: number, speechStartMs: number): void {
+    this.recorder.onset(speechStartMs);
     this.session.callerSpeaking(true);
   }
 

@@ -383,12 +383,13 @@ export class Call extends EventEmitter<CallEvents> {
           this.emitEvent({ type: 'barge-in', ...b });
           this.#relay?.bargeIn(b);
         },
-        onOnset: (onsetMs) => {
-          this.#relay?.onset(onsetMs);
-          listener?.onset(onsetMs);
+        onOnset: (onsetMs, speechStartMs) => {
+          this.#relay?.onset(onsetMs, speechStartMs);
+          // The turn's audio from where the caller's speech began, not where it was confirmed.
+          listener?.onset(speechStartMs);
         },
-        onAudio: (samples, atMs) => {
-          this.#relay?.audio(samples, atMs);
+        onAudio: (samples, atMs, payload) => {
+          this.#relay?.audio(samples, atMs, payload);
           listener?.audio(samples, atMs);
         },
         log: this.log,
