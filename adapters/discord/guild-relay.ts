@@ -19,7 +19,7 @@ import {
   type RelayOutcome,
   type RelaySettings,
 } from '../../src/relay/session.js';
-import type { SttClient } from '../../src/speech/stt.js';
+import type { TurnStt } from '../../src/relay/turn-stt.js';
 import type { BargeInEvent, GuildVoice } from './guild-voice.js';
 import { MemberTurns, type MemberTurn } from './member-turns.js';
 
@@ -32,7 +32,7 @@ export interface GuildRelayOptions {
   voice: GuildVoice;
   settings: RelaySettings;
   /** Speech-to-text for prompts; undefined: the relay runs without prompts. */
-  stt: SttClient | undefined;
+  stt: TurnStt | undefined;
   /** How members' turns are cut: `stt.endOfTurnMs`, and the guild's barge-in level and length. */
   turns: { endOfTurnMs: number; minSpeechMs: number; minLevelDbfs: number };
   /** The bot's user id, when the bot runs in this process. */
@@ -161,7 +161,7 @@ export class GuildRelay {
 
   /** A member's turn ended: its transcript goes to the app as a `prompt` naming them. */
   private onTurn(turn: MemberTurn): void {
-    const { stt } = this.options;
+    const stt = this.options.stt?.batch;
     if (!stt || this.controller.signal.aborted) return;
     if (this.queuedTurns >= MAX_QUEUED_TURNS) {
       this.log.warn(

@@ -369,14 +369,25 @@ export class Call extends EventEmitter<CallEvents> {
             listener?.turnEnd(turn);
             falseBargeIn?.turnEnded(turn);
           },
+          onSilence: (silence) => this.#relay?.silence(silence),
         })
       : undefined;
+    const interruptible = falseBargeIn ?? speaker;
     const bargeIn =
       detector &&
       new BargeInChain({
         detector,
         inbound: stream.inbound,
-        speaker: falseBargeIn ?? speaker,
+        // A relay that lets backchannels pass holds a barge-in on its app's answer (call-relay.ts).
+        speaker: {
+          get speakingId() {
+            return interruptible.speakingId;
+          },
+          interrupt: () => {
+            const relay = this.#relay;
+            return relay?.holdsBargeIns ? relay.interruptHeld() : interruptible.interrupt();
+          },
+        },
         sink,
         played: sink,
         onBargeIn: (b) => {
@@ -538,7 +549,9 @@ export class Call extends EventEmitter<CallEvents> {
       name,
       settings,
       stt,
-      inboundRate: stream.inbound.sampleRate,
+      inbound: stream.inbound,
+      speaker,
+      clock: this.options.clock,
       log: this.log,
       host: {
         setup: {
@@ -551,8 +564,15 @@ export class Call extends EventEmitter<CallEvents> {
           ...(stream.accountSid ? { accountSid: stream.accountSid } : {}),
           voxbridge: { gateway: this.gateway, prompts: stt !== undefined && state.bargeIn !== undefined },
         },
-        say: (text, o) => this.say(text, { interruptible: o.interruptible, voiceId: o.voiceId }),
+        say: (text, o) =>
+          this.say(text, {
+            interruptible: o.interruptible,
+            voiceId: o.voiceId,
+            ...(o.first ? { priority: 'now' as const } : {}),
+          }),
         interrupt: () => speaker.interrupt({ force: true, keepQueue: true }),
+        turnGap: (gap) =>
+          this.emitEvent({ type: 'relay.turn', relay: name, sessionId: relay.sessionId, ...gap }),
         // No gateway has a message for sending keys: they go in-band, as tones the far end hears.
         sendDigits: async (digits) => {
           const audio = int16ToBytes(dtmfTones(digits, SPEAKER_SAMPLE_RATE));
