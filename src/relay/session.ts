@@ -32,7 +32,7 @@ import {
   type RelayInfoOption,
   type ToApp,
 } from '../protocols/conversation-relay.js';
-import type { UtteranceHandle, UtteranceResult } from '../speaker/speaker.js';
+import type { UtteranceHandle, UtteranceMetrics } from '../speaker/speaker.js';
 import {
   RELAY_LIMITS,
   type RelayHost,
@@ -566,6 +566,8 @@ export class RelaySession {
       if (!heard || cycle.handle !== handle) return;
       cycle.heard = true;
       this.agentSpeakingNow(true);
+      // The answer's first audio is out: the turn's gap is known now.
+      if (handle.metrics) this.answered(cycle, handle.metrics);
     });
     void handle.result.then((result) => {
       // Resumed (a new utterance speaks it now), or ended as the barge-in that held it was decided.
@@ -575,13 +577,13 @@ export class RelaySession {
         // Held for the barge-in's decision: silent now, and nothing else is told until it comes.
         if (cycle.heard && !audible()) this.agentSpeakingNow(false);
         cycle.heard = false;
-        this.answered(cycle, result);
+        this.answered(cycle, result.metrics);
         return;
       }
       this.speaking.delete(id);
       this.closeCycle(cycle);
       if (cycle.heard && !audible()) this.agentSpeakingNow(false);
-      this.answered(cycle, result);
+      this.answered(cycle, result.metrics);
       const heardText = heardOf(cycle, result.heardText);
       // A play has no tokens: there is nothing of its to report.
       if (cycle.tokens && heardText !== '' && this.asked('tokens-played'))
@@ -591,11 +593,11 @@ export class RelaySession {
   }
 
   /** The answer to a caller's turn was heard: the turn's whole gap goes to the host, once. */
-  private answered(cycle: TalkCycle, result: UtteranceResult): void {
+  private answered(cycle: TalkCycle, metrics: Readonly<UtteranceMetrics>): void {
     const turn = cycle.answering;
-    cycle.answering = undefined;
-    const { firstFrameMs, firstByteMs } = result.metrics;
+    const { firstFrameMs, firstByteMs } = metrics;
     if (!turn || firstFrameMs === undefined) return;
+    cycle.answering = undefined;
     const { promptAt: _promptAt, ...timing } = turn;
     this.host.turnGap?.({
       ...timing,
