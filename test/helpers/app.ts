@@ -31,7 +31,7 @@ export async function startTestApp(
   overlay: Record<string, unknown> = {},
   dataDir?: string,
   env: Record<string, string> = {},
-  options: Omit<StartOptions, 'logger'> = {},
+  options: Omit<StartOptions, 'logger'> & { logger?: StartOptions['logger'] } = {},
 ): Promise<TestApp> {
   const dir = dataDir ?? (await mkdtemp(join(tmpdir(), 'voxbridge-test-')));
   const configFile = join(dir, 'test-config.json');
@@ -63,8 +63,8 @@ export async function startTestApp(
     ...env,
   });
   const app = await startApp(loaded, {
-    logger: createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
     ...options,
+    logger: options.logger ?? createLogger(process.env['TEST_LOG_LEVEL'] ?? 'silent'),
   });
   return {
     app,
