@@ -302,6 +302,7 @@ export class VoxbridgeMetrics {
     voice.on('bargeIn', (e) => {
       if (e.interrupted) this.bargedIn('discord', e.decidedAtMs - e.speakingSinceMs);
     });
+    voice.on('relayTurn', (gap) => this.turnAnswered('discord', gap));
   }
 
   handler(controlToken: string | undefined): RouteHandler {

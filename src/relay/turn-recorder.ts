@@ -93,6 +93,28 @@ export class TurnRecorder {
     this.openFromMs ??= onsetMs - this.preRollMs;
   }
 
+  /**
+   * The audio kept from `fromMs` on, at the rate it was pushed (not the output rate), joined: what a
+   * realtime session is sent first when a turn opens (its pre-roll). The recorder is unchanged.
+   */
+  audioSince(fromMs: number): Int16Array {
+    const parts: Int16Array[] = [];
+    let length = 0;
+    for (const { atMs, samples } of this.chunks) {
+      const first = Math.max(0, Math.round(((fromMs - atMs) * this.rate) / 1000));
+      if (first >= samples.length) continue;
+      parts.push(samples.subarray(first));
+      length += samples.length - first;
+    }
+    const joined = new Int16Array(length);
+    let at = 0;
+    for (const p of parts) {
+      joined.set(p, at);
+      at += p.length;
+    }
+    return joined;
+  }
+
   /** The turn ended: its audio at the output rate (with the tail that has arrived), and the recorder resets. */
   turnEnd(turn: { startMs: number; endMs: number }): Int16Array {
     return this.takeTurn(turn).samples;
