@@ -1,3 +1,4 @@
+// Over 450 lines: one session, whose messages both ways, talk cycles, held barge-ins and limits share its socket and state; its parts (host port and limits, talk cycles, play, languages, URL) live beside it.
 /**
  * One ConversationRelay session: voxbridge opens a WebSocket to the app's URL, says `setup`, and then
  * relays both ways. The app's `text` tokens are spoken as they arrive (one utterance per talk cycle,
@@ -13,7 +14,7 @@ import { twilioSignature } from '../protocols/twilio-signature.js';
 import { promptLang } from './lang.js';
 import { fetchPlay, LOOP_FOREVER, playUrl } from './play.js';
 import { relayUrl } from './url-template.js';
-import { resumeIndex } from '../speaker/resume-text.js';
+import { gapOf, heardOf, newCycle, restOf, type TalkCycle, type TextCycle } from './talk-cycle.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -67,40 +68,6 @@ const MAX_PLAY_FETCHES = 2;
 const MAX_INVALID_IN_A_ROW = 10;
 /** Tokens of one talk cycle waiting to be spoken, at most. */
 const MAX_QUEUED_TOKENS = 4096;
-
-/**
- * One talk cycle: the app's tokens up to `last: true` (or one `play`), spoken as one utterance, or as
- * two when a backchannel cut it and it resumed (its rest a new utterance).
- */
-interface TalkCycle {
-  /** The utterance speaking it now. */
-  handle: UtteranceHandle;
-  readonly interruptible: Interruptible;
-  readonly preemptible: boolean;
-  readonly voiceId: string | undefined;
-  /** Cut by the caller (or preempted). */
-  cut: boolean;
-  /** The listener began to hear it. */
-  heard: boolean;
-  /** The app's tokens for it (a play has none): what the utterance speaking it reads. */
-  tokens: AsyncQueue<string> | undefined;
-  chars: number;
-  /** The app's text of it so far. */
-  said: string;
-  /** Where in `said` the utterance speaking it now began (0, or where it resumed). */
-  from: number;
-  /** The app sent its `last`. */
-  complete: boolean;
-  /** A barge-in cut it and is being judged (`suspend`): what was heard then. Its tokens wait. */
-  suspended: { heardText: string; playedMs: number } | undefined;
-  /** A play's fetch, stopped once the cycle ends. */
-  readonly fetching: AbortController | undefined;
-  /** It answers a caller's turn: that turn's timing, and when its first token came. */
-  answering: (TurnTiming & { promptAt: number; appMs: number }) | undefined;
-}
-
-/** A talk cycle of the app's text. */
-type TextCycle = TalkCycle & { readonly tokens: AsyncQueue<string> };
 
 export class RelaySession {
   readonly sessionId = `VX${randomUUID().replaceAll('-', '')}`;
@@ -349,17 +316,14 @@ export class RelaySession {
     const cut = cycle?.suspended;
     if (!cycle || !cut || this.ended) return undefined;
     cycle.suspended = undefined;
-    const spoken = cycle.said.slice(cycle.from);
-    // The speaker's text has a space wherever the app's had other whitespace (speaker.ts, `textOf`).
-    const at = resumeIndex(spoken.replace(/\s/g, ' '), cut.heardText);
-    const rest = at === undefined ? '' : spoken.slice(at).trimStart();
+    const left = restOf(cycle, cut.heardText);
     this.speaking.delete(cycle.handle.id);
-    if (at === undefined || (rest.trim() === '' && cycle.complete)) {
+    if (!left || (left.rest.trim() === '' && cycle.complete)) {
       this.closeCycle(cycle);
       return undefined;
     }
     const tokens = new AsyncQueue<string>(MAX_QUEUED_TOKENS);
-    tokens.tryPush(rest);
+    tokens.tryPush(left.rest);
     let handle: UtteranceHandle;
     try {
       handle = this.host.say(tokens, {
@@ -372,7 +336,7 @@ export class RelaySession {
       this.closeCycle(cycle);
       return undefined;
     }
-    cycle.from += at + (spoken.slice(at).length - rest.length);
+    cycle.from = left.from;
     cycle.tokens = tokens;
     cycle.handle = handle;
     cycle.heard = false;
@@ -522,10 +486,7 @@ export class RelaySession {
     }
   }
 
-  /**
-   * A talk cycle of `handle`'s, with nothing feeding it yet; the answer to the last turn prompted, if
-   * none answered it yet.
-   */
+  /** A talk cycle of `handle`'s; the answer to the last turn prompted, if none answered it yet. */
   private cycleOf(
     handle: UtteranceHandle,
     o: { interruptible: Interruptible; preemptible: boolean },
@@ -533,22 +494,7 @@ export class RelaySession {
   ): TalkCycle {
     const turn = this.unanswered;
     this.unanswered = undefined;
-    return {
-      handle,
-      interruptible: o.interruptible,
-      preemptible: o.preemptible,
-      voiceId,
-      cut: false,
-      heard: false,
-      tokens: undefined,
-      chars: 0,
-      said: '',
-      from: 0,
-      complete: false,
-      suspended: undefined,
-      fetching: undefined,
-      answering: turn && { ...turn, appMs: performance.now() - turn.promptAt },
-    };
+    return newCycle(handle, o, voiceId, turn && { ...turn, appMs: performance.now() - turn.promptAt });
   }
 
   /**
@@ -594,18 +540,10 @@ export class RelaySession {
 
   /** The answer to a caller's turn was heard: the turn's whole gap goes to the host, once. */
   private answered(cycle: TalkCycle, metrics: Readonly<UtteranceMetrics>): void {
-    const turn = cycle.answering;
-    const { firstFrameMs, firstByteMs } = metrics;
-    if (!turn || firstFrameMs === undefined) return;
+    const gap = gapOf(cycle, metrics);
+    if (!gap) return;
     cycle.answering = undefined;
-    const { promptAt: _promptAt, ...timing } = turn;
-    this.host.turnGap?.({
-      ...timing,
-      utteranceId: cycle.handle.id,
-      firstByteMs,
-      firstFrameMs,
-      gapMs: turn.endpointingMs + turn.sttMs + turn.appMs + firstFrameMs,
-    });
+    this.host.turnGap?.(gap);
   }
 
   /** The app's speech began or stopped being heard: `agentSpeaking`, once each way. */
@@ -745,11 +683,4 @@ export class RelaySession {
     }
     this.settle(outcome);
   }
-}
-
-/** What was heard of `cycle`: its words heard whole before it resumed, then `heardText` of its utterance now. */
-function heardOf(cycle: TalkCycle, heardText: string): string {
-  const before = cycle.said.slice(0, cycle.from).trim();
-  if (before === '') return heardText;
-  return heardText === '' ? before : `${before} ${heardText}`;
 }
