@@ -11,8 +11,8 @@ import type { Logger } from 'pino';
 import type { WireFormat } from '../audio/framer.js';
 import {
   canFallBackToBatch,
+  RealtimeSttError,
   type RealtimeSttClient,
-  type RealtimeSttError,
   type RealtimeSttSession,
 } from '../speech/stt-realtime.js';
 
@@ -30,8 +30,12 @@ export interface RealtimeTurnOptions {
 
 export type RealtimeOutcome =
   | { readonly status: 'transcribed'; readonly text: string; readonly languageCode: string | undefined }
-  /** The session failed in a way batch may still transcribe the turn after. */
-  | { readonly status: 'fallback'; readonly error: RealtimeSttError }
+  /**
+   * The session failed in a way batch may still transcribe the turn after (its socket, a deadline,
+   * an unusable answer), or could not be opened for this turn (a format or language the realtime
+   * service does not take): batch then.
+   */
+  | { readonly status: 'fallback'; readonly error: RealtimeSttError | Error }
   | { readonly status: 'failed'; readonly error: unknown };
 
 export class RealtimeTurn {
@@ -91,7 +95,12 @@ export class RealtimeTurn {
 
   private async commit(): Promise<RealtimeOutcome> {
     const session = this.session;
-    if (!session) return this.outcomeOf(this.openError);
+    if (!session) {
+      const error = this.openError;
+      return error instanceof Error && !(error instanceof RealtimeSttError)
+        ? { status: 'fallback', error }
+        : this.outcomeOf(error);
+    }
     try {
       const transcript = await session.commit();
       return {

@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { wavFile } from '../audio/wav.js';
 import type { EndpointingConfig } from '../barge-in/endpointing.js';
-import type { RealtimeSttClient } from '../speech/stt-realtime.js';
+import { RealtimeSttError, type RealtimeSttClient } from '../speech/stt-realtime.js';
 import type { SttClient } from '../speech/stt.js';
 import type { RealtimeTurn } from './realtime-turn.js';
 import { TURN_SAMPLE_RATE } from './turn-recorder.js';
@@ -120,8 +120,14 @@ export class TurnQueue {
         );
         return undefined;
       }
+      const { error } = outcome;
       log.warn(
-        { code: outcome.error.code, phase: outcome.error.phase, err: outcome.error.message, ...turn.fields },
+        {
+          code: (error as { code?: unknown }).code,
+          ...(error instanceof RealtimeSttError ? { phase: error.phase } : {}),
+          err: error.message,
+          ...turn.fields,
+        },
         'realtime speech-to-text failed during a turn: this turn goes to batch',
       );
       via = 'fallback';
