@@ -38,6 +38,7 @@ import {
   type UtteranceHandle,
 } from '../../src/speaker/speaker.js';
 import type { AudioInput } from '../../src/speaker/utterance.js';
+import type { TurnGap } from '../../src/relay/host.js';
 import {
   ConnectionKeeper,
   describeState,
@@ -118,6 +119,8 @@ export interface GuildVoiceEvents {
   reconnecting: [{ attempt: number; delayMs: number; problem: string }];
   bargeIn: [BargeInEvent];
   ended: [EndReason];
+  /** A relay's turn answered (guild-relay.ts): its gap, for the metrics. */
+  relayTurn: [TurnGap];
 }
 
 export class GuildVoice extends EventEmitter<GuildVoiceEvents> {

@@ -14,7 +14,7 @@ import type { PhraseCache } from '../../src/speaker/phrase-cache.js';
 import { parseScript, type Cast, type ScriptLine } from '../../src/speaker/script.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import type { UtteranceHandle } from '../../src/speaker/speaker.js';
-import type { SttClient } from '../../src/speech/stt.js';
+import type { TurnStt } from '../../src/relay/turn-stt.js';
 import type { EndReason, ReconnectPolicy } from './connection-keeper.js';
 import { GuildRelay } from './guild-relay.js';
 import { GuildVoice, type DiscordBargeInSettings } from './guild-voice.js';
@@ -36,7 +36,7 @@ export interface DiscordRelays {
   /** By name, headers resolved. */
   readonly settings: Readonly<Record<string, RelaySettings>>;
   /** Speech-to-text for members' turns; undefined: relays run without prompts. */
-  readonly stt: SttClient | undefined;
+  readonly stt: TurnStt | undefined;
   /** Silence after a member's speech that ends their turn (ms): `stt.endOfTurnMs`. */
   readonly endOfTurnMs: number;
 }

@@ -47,6 +47,27 @@ export interface MemberTurn {
   speechMs: number;
 }
 
+/**
+ * A member's turns streamed as they are spoken (a relay's realtime speech-to-text): told when a turn
+ * opens (with its pre-roll) and of its audio, asked whether it is over (the endpointing rule, which
+ * reads the words so far), told when one too short to count is dropped.
+ */
+export interface MemberTurnStream {
+  /** The audio sent first: from this long before the turn's first audible packet (ms). */
+  readonly preRollMs: number;
+  /** A member's turn opened; `preRoll` is their audio from `preRollMs` before it (16 kHz mono). */
+  open(userId: string, preRoll: Int16Array): void;
+  /** More of the member's audio while their turn is open (16 kHz mono). */
+  audio(userId: string, samples: Int16Array): void;
+  /** Whether the turn is over after `silenceMs` with no audible packet; else when to ask again (ms). */
+  decide(userId: string, silenceMs: number): { end: boolean; recheckMs: number };
+  /** The turn ended too short to count (`minSpeechMs`): `onTurn` will not have it. */
+  dropped(userId: string): void;
+}
+
+/** How often an open turn's end is asked again while its member is silent, at most and at least (ms). */
+const RECHECK_MS = [20, 100] as const;
+
 export interface MemberTurnsOptions {
   /** Silence after a member's speech that ends their turn (ms). */
   endOfTurnMs: number;
@@ -61,6 +82,8 @@ export interface MemberTurnsOptions {
   onTurn(turn: MemberTurn): void;
   /** A member's turn opened (their first audible packet) or ended (short ones too, that `onTurn` drops). */
   onSpeaking?: ((userId: string, speaking: boolean) => void) | undefined;
+  /** Turns streamed as they are spoken, and ended by `decide` instead of `endOfTurnMs`. */
+  stream?: MemberTurnStream | undefined;
   logger: Logger;
 }
 
@@ -125,6 +148,8 @@ export class MemberTurns implements MemberAudioListener {
       turn = talker.turn = { startMs: at, endMs: at, speechMs: 0, lastAudibleAt: atMs };
       talker.recorder.onset(at);
       this.options.onSpeaking?.(userId, true);
+      const { stream } = this.options;
+      stream?.open(userId, talker.recorder.audioSince(at - stream.preRollMs));
     }
     turn.endMs = at + ms;
     turn.speechMs += ms;
@@ -133,7 +158,10 @@ export class MemberTurns implements MemberAudioListener {
       this.endTurn(talker);
       return;
     }
-    talker.timer ??= setTimeout(() => this.check(talker), this.options.endOfTurnMs);
+    talker.timer ??= setTimeout(
+      () => this.check(talker),
+      this.options.stream ? RECHECK_MS[1] : this.options.endOfTurnMs,
+    );
   }
 
   runEnd(userId: string): void {
@@ -200,6 +228,15 @@ export class MemberTurns implements MemberAudioListener {
     const atMs = talker.stretchStartMs + (talker.stretchSamples * 1000) / TURN_SAMPLE_RATE;
     talker.recorder.push(samples, atMs);
     talker.stretchSamples += samples.length;
+    if (talker.turn) this.options.stream?.audio(talker.userId, samples);
+  }
+
+  /** A member's open turn is asked about again now (its words changed): it may be over. */
+  recheck(userId: string): void {
+    const talker = this.talkers.get(userId);
+    if (!talker?.turn || !this.options.stream || this.closed) return;
+    clearTimeout(talker.timer);
+    this.check(talker);
   }
 
   /** The end-of-turn timer: the turn ends once the member has been quiet for `endOfTurnMs`. */
@@ -208,6 +245,16 @@ export class MemberTurns implements MemberAudioListener {
     const turn = talker.turn;
     if (this.closed || !turn) return;
     const quietMs = performance.now() - turn.lastAudibleAt;
+    const { stream } = this.options;
+    if (stream) {
+      const decision = stream.decide(talker.userId, quietMs);
+      if (decision.end) this.endTurn(talker);
+      else {
+        const [min, max] = RECHECK_MS;
+        talker.timer = setTimeout(() => this.check(talker), Math.min(max, Math.max(min, decision.recheckMs)));
+      }
+      return;
+    }
     if (quietMs < this.options.endOfTurnMs) {
       talker.timer = setTimeout(() => this.check(talker), this.options.endOfTurnMs - quietMs);
       return;
@@ -224,7 +271,10 @@ export class MemberTurns implements MemberAudioListener {
     this.options.onSpeaking?.(talker.userId, false);
     const audio = talker.recorder.turnEnd(turn);
     if (!talker.sending) this.forget(talker);
-    if (turn.speechMs < this.options.minSpeechMs) return;
+    if (turn.speechMs < this.options.minSpeechMs) {
+      this.options.stream?.dropped(talker.userId);
+      return;
+    }
     this.options.onTurn({
       userId: talker.userId,
       audio,

@@ -61,10 +61,16 @@ export interface BargeInChainOptions {
   played?: PlayedAudio | undefined;
   /** An onset that interrupted something. */
   onBargeIn: (bargeIn: BargeIn) => void;
-  /** Every onset, interrupting or not (a relay's turn recording starts there). */
-  onOnset?: ((onsetMs: number) => void) | undefined;
-  /** The caller's audio as decoded, with its inbound time (a relay records turns from it). */
-  onAudio?: ((samples: Int16Array, atMs: number) => void) | undefined;
+  /**
+   * Every onset, interrupting or not, with where the caller's speech began (a relay's turn recording
+   * starts there, its pre-roll before it).
+   */
+  onOnset?: ((onsetMs: number, speechStartMs: number) => void) | undefined;
+  /**
+   * The caller's audio as decoded, with its inbound time and the payload it came in (a relay records
+   * turns from it, and streams the payload as it is to a realtime speech-to-text).
+   */
+  onAudio?: ((samples: Int16Array, atMs: number, payload: Uint8Array) => void) | undefined;
   log: Logger;
 }
 
@@ -102,7 +108,7 @@ export class BargeInChain {
     const rate = inbound.sampleRate;
     const atMs = timestampMs ?? (this.inboundSamples / rate) * 1000;
     this.inboundSamples += samples.length;
-    this.options.onAudio?.(samples, atMs);
+    this.options.onAudio?.(samples, atMs, payload);
     if (this.backlog + samples.length > (MAX_VAD_BACKLOG_MS * rate) / 1000) return false;
     this.backlog += samples.length;
     const botAudible = sink.playedMs() < sink.writtenMs();
@@ -124,7 +130,7 @@ export class BargeInChain {
       (onset) => {
         this.backlog -= samples.length;
         if (!onset || this.closed) return;
-        this.options.onOnset?.(onset.onsetMs);
+        this.options.onOnset?.(onset.onsetMs, onset.speechStartMs ?? onset.onsetMs);
         // Confirmed where the deciding window ended; a detector that does not say: this chunk's end.
         this.interrupt(onset.onsetMs, onset.detectedMs ?? atMs + (samples.length / rate) * 1000);
       },

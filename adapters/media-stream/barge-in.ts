@@ -34,6 +34,7 @@ export function bargeInDetectors(
       echo: echo === true,
       ...(endOfTurnMs === undefined ? {} : { endOfTurnMs }),
       onTurnEnd: hooks?.onTurnEnd,
+      onSilence: hooks?.onSilence,
     });
     const referenceRate = echo === true ? sampleRate : undefined;
     if (direct)

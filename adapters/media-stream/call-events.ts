@@ -3,6 +3,7 @@ import type { GatewayAmdVerdict } from './amd-verdict.js';
 import type { FlowEvent, GatherResult } from '../../src/flows/runner.js';
 import { resultJson, type PublicResult } from '../../src/control/result.js';
 import type { GatewayName } from '../../src/protocols/types.js';
+import type { TurnGap } from '../../src/relay/host.js';
 
 /** Re-exported for the call, which builds `utterance.finished` from a speaker's result. */
 export { publicResult, type PublicResult } from '../../src/control/result.js';
@@ -112,6 +113,15 @@ export type CallEvent = { seq: number; at: string; callId: string } & (
       detail?: string;
       handoffData?: string | undefined;
     }
+  | ({
+      /**
+       * A caller's turn answered: from their last speech to the first audio of the app's answer handed
+       * to the gateway, and its parts.
+       */
+      type: 'relay.turn';
+      relay: string;
+      sessionId: string;
+    } & TurnGap)
 );
 
 /** An `amd` event's fields from a gateway's verdict. */
@@ -252,6 +262,20 @@ export function toWire(event: CallEvent): Record<string, unknown> {
         ...(event.reason === undefined ? {} : { reason: event.reason }),
         ...(event.detail === undefined ? {} : { detail: event.detail }),
         ...(event.handoffData === undefined ? {} : { handoff_data: event.handoffData }),
+      };
+    case 'relay.turn':
+      return {
+        ...head,
+        relay: event.relay,
+        session_id: event.sessionId,
+        utterance_id: event.utteranceId,
+        stt: event.via,
+        gap_ms: Math.round(event.gapMs),
+        endpointing_ms: Math.round(event.endpointingMs),
+        stt_ms: Math.round(event.sttMs),
+        app_ms: Math.round(event.appMs),
+        first_byte_ms: event.firstByteMs === undefined ? null : Math.round(event.firstByteMs),
+        first_frame_ms: Math.round(event.firstFrameMs),
       };
     default:
       return unknownEvent(event);

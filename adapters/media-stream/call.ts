@@ -415,26 +415,38 @@ export class Call extends EventEmitter<CallEvents> {
             listener?.turnEnd(turn);
             falseBargeIn?.turnEnded(turn);
           },
+          onSilence: (silence) => this.#relay?.silence(silence),
         })
       : undefined;
+    const interruptible = falseBargeIn ?? speaker;
     const bargeIn =
       detector &&
       new BargeInChain({
         detector,
         inbound: stream.inbound,
-        speaker: falseBargeIn ?? speaker,
+        // A relay that lets backchannels pass holds a barge-in on its app's answer (call-relay.ts).
+        speaker: {
+          get speakingId() {
+            return interruptible.speakingId;
+          },
+          interrupt: () => {
+            const relay = this.#relay;
+            return relay?.holdsBargeIns ? relay.interruptHeld() : interruptible.interrupt();
+          },
+        },
         sink,
         played: sink,
         onBargeIn: (b) => {
           this.emitEvent({ type: 'barge-in', ...b });
           this.#relay?.bargeIn(b);
         },
-        onOnset: (onsetMs) => {
-          this.#relay?.onset(onsetMs);
-          listener?.onset(onsetMs);
+        onOnset: (onsetMs, speechStartMs) => {
+          this.#relay?.onset(onsetMs, speechStartMs);
+          // The turn's audio from where the caller's speech began, not where it was confirmed.
+          listener?.onset(speechStartMs);
         },
-        onAudio: (samples, atMs) => {
-          this.#relay?.audio(samples, atMs);
+        onAudio: (samples, atMs, payload) => {
+          this.#relay?.audio(samples, atMs, payload);
           listener?.audio(samples, atMs);
         },
         log: this.log,
@@ -715,7 +727,9 @@ export class Call extends EventEmitter<CallEvents> {
       name,
       settings,
       stt,
-      inboundRate: stream.inbound.sampleRate,
+      inbound: stream.inbound,
+      speaker,
+      clock: this.options.clock,
       log: this.log,
       host: {
         setup: {
@@ -728,8 +742,15 @@ export class Call extends EventEmitter<CallEvents> {
           ...(stream.accountSid ? { accountSid: stream.accountSid } : {}),
           voxbridge: { gateway: this.gateway, prompts: stt !== undefined && state.bargeIn !== undefined },
         },
-        say: (text, o) => this.say(text, { interruptible: o.interruptible, voiceId: o.voiceId }),
+        say: (text, o) =>
+          this.say(text, {
+            interruptible: o.interruptible,
+            voiceId: o.voiceId,
+            ...(o.first ? { priority: 'now' as const } : {}),
+          }),
         interrupt: () => speaker.interrupt({ force: true, keepQueue: true }),
+        turnGap: (gap) =>
+          this.emitEvent({ type: 'relay.turn', relay: name, sessionId: relay.sessionId, ...gap }),
         // No gateway has a message for sending keys: they go in-band, as tones the far end hears.
         sendDigits: async (digits) => {
           const audio = int16ToBytes(dtmfTones(digits, SPEAKER_SAMPLE_RATE));

@@ -2,12 +2,14 @@
 import { decodeAlaw, decodeMulaw } from '../../src/audio/g711.js';
 import { bytesToInt16 } from '../../src/audio/pcm.js';
 import type { WireFormat } from '../../src/audio/framer.js';
-import type { SpeechTurn } from '../../src/barge-in/index.js';
+import type { CallerSilence, SpeechTurn } from '../../src/barge-in/index.js';
 
 /** A confirmed run of the caller's speech, on the inbound timeline (ms). */
 export interface DetectedOnset {
-  /** Where the speech began. */
+  /** Where the run of speech that confirmed it began (barge-in's onset). */
   onsetMs: number;
+  /** Where the caller's speech began, when the detector says (it may be earlier: detector.ts). */
+  speechStartMs?: number;
   /** Where it was confirmed (the end of the window that decided), when the detector says. */
   detectedMs?: number;
 }
@@ -40,9 +42,13 @@ export interface OnsetDetector {
   readonly referenceRate?: number | undefined;
 }
 
-/** What the call asks of its detector besides onsets: the end of each of the caller's turns. */
+/**
+ * What the call asks of its detector besides onsets: the end of each of the caller's turns, and the
+ * silence since they last spoke after each push (a relay that ends turns by their words reads it).
+ */
 export interface DetectorHooks {
   onTurnEnd?: ((turn: SpeechTurn) => void) | undefined;
+  onSilence?: ((silence: CallerSilence) => void) | undefined;
 }
 
 /** The caller's audio as mono samples: a stereo stream (jambonz `mixType: stereo`) keeps channel 0, the caller. */

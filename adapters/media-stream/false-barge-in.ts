@@ -14,6 +14,7 @@ import { EventEmitter } from 'node:events';
 import type { SpeechTurn } from '../../src/barge-in/index.js';
 import type { Clock } from '../../src/speaker/clock.js';
 import type { InterruptResult, SayOptions, Speaker, UtteranceHandle } from '../../src/speaker/speaker.js';
+import { resumeFrom } from '../../src/speaker/resume-text.js';
 import type { Interruptible } from './barge-in-chain.js';
 
 export interface FalseBargeInSettings {
@@ -88,29 +89,8 @@ interface Said {
 
 const NOT_INTERRUPTED: InterruptResult = { interrupted: false, playedMs: 0, heardText: '' };
 
-/** A letter or digit: what makes a word more than punctuation. */
-const WORD_CHARACTER = /[\p{L}\p{N}]/u;
-const SPACE = /\s/;
-
-/**
- * The rest of `text` once `heardText` (a prefix of it, cut at any character) was heard: from the
- * first word not heard whole. Words are runs of non-space; one counts as heard once its last letter
- * or digit was (a comma after it need not be). Undefined when `heardText` is not part of `text`.
- */
-export function resumeFrom(text: string, heardText: string): string | undefined {
-  const base = text.startsWith(heardText) ? 0 : text.indexOf(heardText);
-  if (base < 0) return undefined;
-  const cut = base + heardText.length;
-  let end = cut;
-  while (end < text.length && !SPACE.test(text[end]!)) end++;
-  let start = end;
-  if (WORD_CHARACTER.test(text.slice(cut, end))) {
-    // Cut inside a word: the whole word again, never half of it.
-    start = cut;
-    while (start > 0 && !SPACE.test(text[start - 1]!)) start--;
-  }
-  return text.slice(start).trim();
-}
+/** Re-exported: where a resumed utterance starts (src/speaker/resume-text.ts). */
+export { resumeFrom } from '../../src/speaker/resume-text.js';
 
 /**
  * The call's barge-in, with the decision whether it was false. It stands for the speaker in the

@@ -4,6 +4,7 @@
  */
 import { unknownFields } from '../relay/url-template.js';
 import { z } from 'zod';
+import { endpointingSchema } from '../barge-in/endpointing.js';
 import { flowsSchema } from '../flows/schema.js';
 import { CONFIGURABLE_OUTBOUND, GATEWAYS } from '../protocols/types.js';
 import { SCOPES } from '../service/auth.js';
@@ -232,8 +233,30 @@ export const configSchema = z.strictObject({
     pathPrefix: z.string().regex(/^(\/[^/]+)*$/, 'must be empty or start with / and not end with /'),
     authHeader: z.enum(['ServicePlatform-APIKey', 'xi-api-key']),
     modelId: z.string().min(1),
-    /** Silence after the caller's speech that ends their turn (ms). */
+    /** Silence after the caller's speech that ends their turn (ms): batch mode, and what barge-in waits for. */
     endOfTurnMs: z.number().int().min(200).max(5000),
+    /**
+     * STT_MODE. `batch`: a turn ends after `endOfTurnMs` of silence and goes as a WAV to
+     * `/v1/speech-to-text`. `realtime`: the caller's audio streams to `/v1/speech-to-text/realtime` as
+     * they speak, the turn ends by `endpointing` (its words and its silence), and a turn whose socket
+     * fails goes to batch.
+     */
+    mode: z.enum(['batch', 'realtime']),
+    realtime: z.strictObject({
+      /** STT_REALTIME_BASE_URL: the realtime service (http(s), made ws(s)); null: `baseUrl`. */
+      baseUrl: z.url({ protocol: /^https?$/ }).nullable(),
+      modelId: z.string().min(1).max(200),
+      /** Audio sent from before the speech began (ms): the first syllable's attack. */
+      preRollMs: z.number().int().min(0).max(1000),
+      /** The socket open and the session started within this long, else the turn goes to batch. */
+      connectTimeoutMs: z.number().int().min(100).max(30_000),
+      /** The turn's end to its committed transcript, else the turn goes to batch. */
+      commitTimeoutMs: z.number().int().min(100).max(30_000),
+      /** The longest turn: a caller who talks longer is cut there (its transcript sent, the rest a new turn). */
+      maxTurnMs: z.number().int().min(1000).max(60_000),
+    }),
+    /** When a turn is over in realtime mode: by its words so far and the silence after them. */
+    endpointing: endpointingSchema,
   }),
   /** Apps that drive a call or a guild over ConversationRelay's WebSocket protocol, by name. */
   relays: z.record(
@@ -285,6 +308,19 @@ export const configSchema = z.strictObject({
        * commas; an unknown one is logged at start and ignored.
        */
       debug: z.union([z.string().max(200), z.array(z.string().min(1).max(40)).max(8)]).default([]),
+      /**
+       * Partial transcripts as `prompt`s with `last: false` while the caller speaks (realtime
+       * speech-to-text only), then the turn's with `last: true`, as ConversationRelay's
+       * `partialPrompts`.
+       */
+      partialPrompts: z.boolean().default(false),
+      /**
+       * Acknowledgements ("yeah", "uh-huh") that do not interrupt the app's answer: a barge-in whose turn
+       * says only these (or nothing: a cough) resumes the answer where it was cut, and the app hears of
+       * neither. `true`: the default list (src/relay/backchannel.ts); a list: those; `false` (the
+       * default, as Twilio's `ignorebackchannel`): every barge-in interrupts. Phone calls only.
+       */
+      backchannels: z.union([z.boolean(), z.array(z.string().min(1).max(40)).min(1).max(64)]).default(false),
     }),
   ),
   service: z.strictObject({

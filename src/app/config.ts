@@ -119,7 +119,12 @@ function envOverrides(env: Env): Record<string, unknown> {
       .filter(Boolean);
   if (Object.keys(server).length) o['server'] = server;
   if (env['SPEECH_BASE_URL']) o['speech'] = { baseUrl: env['SPEECH_BASE_URL'].replace(/\/+$/, '') };
-  if (env['STT_BASE_URL']) o['stt'] = { baseUrl: env['STT_BASE_URL'].replace(/\/+$/, '') };
+  const stt: Record<string, unknown> = {};
+  if (env['STT_BASE_URL']) stt['baseUrl'] = env['STT_BASE_URL'].replace(/\/+$/, '');
+  if (env['STT_MODE']) stt['mode'] = env['STT_MODE'];
+  if (env['STT_REALTIME_BASE_URL'])
+    stt['realtime'] = { baseUrl: env['STT_REALTIME_BASE_URL'].replace(/\/+$/, '') };
+  if (Object.keys(stt).length) o['stt'] = stt;
   if (env['DATA_DIR']) o['dataDir'] = env['DATA_DIR'];
   if (env['LOG_LEVEL']) o['logLevel'] = env['LOG_LEVEL'];
   if (env['VAD_WORKERS'])

@@ -9,6 +9,7 @@ import type { Call } from '../../adapters/media-stream/call.js';
 import type { CallEvent } from '../../adapters/media-stream/call-events.js';
 import type { GuildVoice } from '../../adapters/discord/guild-voice.js';
 import type { UtteranceResult } from '../speaker/speaker.js';
+import type { TurnGap } from '../relay/host.js';
 import { bearerAuthorized, sendUnauthorized, type RouteHandler } from '../http/http.js';
 
 export type Adapter = 'phone' | 'discord';
@@ -38,6 +39,10 @@ export interface ClusterMetrics {
 /** Seconds: from a cached phrase (a few ms) to a slow remote service (seconds). */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10];
 const BARGE_IN_BUCKETS = [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2];
+/** Seconds: a turn gap's parts run from a few ms (a first frame) to seconds (an app thinking). */
+const TURN_GAP_BUCKETS = [0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 1, 1.5, 2, 3, 5, 10];
+/** The parts of a turn gap, as `voxbridge_turn_gap_seconds` labels them. */
+const TURN_GAP_PARTS = ['total', 'endpointing', 'stt', 'app', 'first_byte', 'first_frame'] as const;
 
 function errorCode(error: unknown): string {
   const code = (error as { code?: unknown } | undefined)?.code;
@@ -53,6 +58,8 @@ export class VoxbridgeMetrics {
   private readonly speechErrors: Counter<'adapter' | 'code'>;
   private readonly bargeIns: Counter<'adapter'>;
   private readonly bargeInStop: Histogram<'adapter'>;
+  private readonly turnGap: Histogram<'adapter' | 'part'>;
+  private readonly relayTurns: Counter<'adapter' | 'stt'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -209,8 +216,22 @@ export class VoxbridgeMetrics {
       buckets: BARGE_IN_BUCKETS,
       registers,
     });
+    this.turnGap = new Histogram({
+      name: 'voxbridge_turn_gap_seconds',
+      help: "A relay caller's last speech to the first audio of the app's answer handed to the line (part total), and its parts: endpointing (the end of the turn decided), stt (its transcript), app (the prompt to the answer's first token), first_byte (the speech service's), first_frame (first byte to first frame)",
+      labelNames: ['adapter', 'part'],
+      buckets: TURN_GAP_BUCKETS,
+      registers,
+    });
+    this.relayTurns = new Counter({
+      name: 'voxbridge_relay_turns_total',
+      help: "Relay callers' turns answered, by how they were transcribed: realtime, batch, or fallback (batch after the realtime socket failed)",
+      labelNames: ['adapter', 'stt'],
+      registers,
+    });
     // Every series present from the start, at 0: a rate() needs the zero before the first event.
     for (const adapter of ['phone', 'discord'] as const) {
+      for (const stt of ['realtime', 'batch', 'fallback']) this.relayTurns.labels(adapter, stt).inc(0);
       for (const outcome of ['played', 'interrupted', 'failed'])
         this.utterances.labels(adapter, outcome).inc(0);
       this.bargeIns.labels(adapter).inc(0);
@@ -232,6 +253,23 @@ export class VoxbridgeMetrics {
     this.bargeInStop.labels(adapter).observe(Math.max(0, onsetToStopMs) / 1000);
   }
 
+  /** A relay's turn answered: its gap and the gap's parts. */
+  turnAnswered(adapter: Adapter, gap: TurnGap): void {
+    this.relayTurns.labels(adapter, gap.via).inc();
+    const parts: Record<(typeof TURN_GAP_PARTS)[number], number | undefined> = {
+      total: gap.gapMs,
+      endpointing: gap.endpointingMs,
+      stt: gap.sttMs,
+      app: gap.appMs,
+      first_byte: gap.firstByteMs,
+      first_frame: gap.firstByteMs === undefined ? undefined : gap.firstFrameMs - gap.firstByteMs,
+    };
+    for (const part of TURN_GAP_PARTS) {
+      const ms = parts[part];
+      if (ms !== undefined) this.turnGap.labels(adapter, part).observe(Math.max(0, ms) / 1000);
+    }
+  }
+
   /** Follows a phone call's events. */
   watchCall(call: Call): void {
     const onEvent = (event: CallEvent): void => {
@@ -251,6 +289,8 @@ export class VoxbridgeMetrics {
       } else if (event.type === 'barge-in') {
         // The clear goes out when the onset is confirmed.
         this.bargedIn('phone', event.detectedMs - event.onsetMs);
+      } else if (event.type === 'relay.turn') {
+        this.turnAnswered('phone', event);
       } else if (event.type === 'call.ended') call.off('event', onEvent);
     };
     call.on('event', onEvent);
@@ -262,6 +302,7 @@ export class VoxbridgeMetrics {
     voice.on('bargeIn', (e) => {
       if (e.interrupted) this.bargedIn('discord', e.decidedAtMs - e.speakingSinceMs);
     });
+    voice.on('relayTurn', (gap) => this.turnAnswered('discord', gap));
   }
 
   handler(controlToken: string | undefined): RouteHandler {

@@ -54,18 +54,35 @@ export interface DetectorOptions {
    * silence. Unset: turns are not tracked.
    */
   onTurnEnd?: ((turn: SpeechTurn) => void) | undefined;
+  /**
+   * Told after each push, from the caller's first onset on, of the silence since their last speech
+   * (`callerSilence`), across the ends of turns: what a rule that ends turns by their words reads.
+   */
+  onSilence?: ((silence: CallerSilence) => void) | undefined;
   /** Silence that ends a turn (ms). Default 700. */
   endOfTurnMs?: number | undefined;
 }
 
 /** One turn of the caller's, on the inbound timeline. */
 export interface SpeechTurn {
-  /** Where its first onset began. */
+  /** Where its speech began (its first onset's `speechStartMs`). */
   startMs: number;
   /** Where its last speech ended (the start of the silence that ended it). */
   endMs: number;
   /** Where that silence reached `endOfTurnMs`: when the turn was known to be over. */
   decidedMs: number;
+}
+
+/**
+ * The silence since the caller last spoke, on the inbound timeline (ms), whether a turn is under way
+ * or the detector's own `endOfTurnMs` ended it: a relay that ends turns by their words waits longer
+ * than that when the words say so (endpointing.ts).
+ */
+export interface CallerSilence {
+  /** Where the silence began (the end of the caller's last speech); meaningless while `quietMs` is 0. */
+  readonly fromMs: number;
+  /** How long it has lasted: whole windows; 0 while the caller speaks. */
+  readonly quietMs: number;
 }
 
 /** The silence a turn under way ends in so far, on the inbound timeline (ms). */
@@ -124,8 +141,15 @@ export function inThreadDetectors(model: SileroModel): DetectorSource {
 }
 
 export interface SpeechOnset {
-  /** Where the speech began, on the inbound timeline (ms). */
+  /** Where the run of speech that confirmed it began, on the inbound timeline (ms): barge-in's onset. */
   onsetMs: number;
+  /**
+   * Where the caller's speech began (same timeline): the first run of speech since a silence of
+   * `SPEECH_RESET_MS`, which may be earlier than `onsetMs` when shorter runs came first (syllables
+   * with pauses between them, or windows the bot's echo hid, while the bot talked), at most
+   * `MAX_SPEECH_LEAD_MS` earlier. Where a turn's audio starts.
+   */
+  speechStartMs: number;
   /** Where it was confirmed (the end of the deciding window), same timeline. */
   detectedMs: number;
   /** Silero's highest speech probability within the run. */
@@ -200,6 +224,21 @@ const LEAD_IN_WINDOWS = 2;
 const LEAD_IN_MIN_P = 0.1;
 /** Silence that re-arms detection after an onset was reported (ms). */
 const REARM_SILENCE_MS = 300;
+/**
+ * The runs of speech before the one that confirms an onset count as the start of the caller's speech
+ * unless this much silence came after them (ms): the default silence that ends a turn. A caller who
+ * talks over the bot ("Hi, yes, | I'd like…") is often confirmed only by a later, longer run (the
+ * 400 ms rule over an unknown echo, or the echo hiding the first syllables), and the words before it
+ * are part of the turn: a turn that started there lost them (issue 45, the first turn over a welcome).
+ */
+export const SPEECH_RESET_MS = 700;
+/**
+ * How much earlier than the confirming run the speech may be taken to begin (ms): the latest
+ * detections over a talking bot come 1–2 s into a sentence; runs further back are not reached for
+ * (on a line whose echo the detector cannot tell from the caller, they may be the bot's). A turn
+ * recorder keeps at least this much audio, with its pre-roll, before an onset is reported.
+ */
+export const MAX_SPEECH_LEAD_MS = 2500;
 /** Windows kept before the gate opens and checked first, so the onset is not missed by the gate. */
 const PREROLL_WINDOWS = 2;
 /**
@@ -307,6 +346,11 @@ export class SpeechOnsetDetector implements SpeechDetector {
   private quietFromMs = 0;
   /** The probability the last window was judged with (0 for one the gate judged closed). */
   private lastP = 0;
+  /** Where the first run of speech since a silence of `SPEECH_RESET_MS` began, until an onset or that silence. */
+  private speechFromMs: number | undefined;
+  /** The silence since the caller's last speech, from their first onset on (`callerSilence`). */
+  private heardSince: { fromMs: number; quietMs: number } | undefined;
+  private readonly onSilence: ((silence: CallerSilence) => void) | undefined;
 
   constructor(model: SileroModel, options: DetectorOptions) {
     this.sampleRate = options.sampleRate;
@@ -327,6 +371,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
       options.denoise === false ? undefined : new NoiseSuppressor(options.sampleRate, this.windowSamples);
     this.echo = options.echo ? model.echoStream(options.sampleRate) : undefined;
     this.onTurnEnd = options.onTurnEnd;
+    this.onSilence = options.onSilence;
     this.endOfTurnMs = options.endOfTurnMs ?? 700;
   }
 
@@ -396,6 +441,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.silenceMs = 0;
     this.turnStartMs = undefined;
     this.quietMs = 0;
+    this.speechFromMs = undefined;
+    this.heardSince = undefined;
     this.gate.reset();
     this.suppressor?.reset();
     this.silero.reset();
@@ -435,6 +482,15 @@ export class SpeechOnsetDetector implements SpeechDetector {
     return { turnStartMs: this.turnStartMs, fromMs: this.quietFromMs, quietMs: this.quietMs };
   }
 
+  /**
+   * The silence since the caller last spoke, as the last window processed left it, counted as
+   * `turnSilence` counts it but on past the end of a turn (until the caller speaks again); undefined
+   * before their first onset.
+   */
+  get callerSilence(): CallerSilence | undefined {
+    return this.heardSince && { fromMs: this.heardSince.fromMs, quietMs: this.heardSince.quietMs };
+  }
+
   private async process(
     windows: Window[],
     botAudible: boolean,
@@ -452,7 +508,10 @@ export class SpeechOnsetDetector implements SpeechDetector {
     } finally {
       if (epoch === this.epoch) this.queued -= remaining;
     }
-    return epoch === this.epoch ? onset : undefined;
+    if (epoch !== this.epoch) return undefined;
+    const silence = this.callerSilence;
+    if (silence) this.onSilence?.(silence);
+    return onset;
   }
 
   private async processWindow(
@@ -597,8 +656,17 @@ export class SpeechOnsetDetector implements SpeechDetector {
    * of the two puts the turn's end where the speech ended, not where the model let go of it.
    */
   private trackTurn(open: boolean, startMs: number): void {
+    const speech = open && this.lastP >= this.silenceBelow;
+    const since = this.heardSince;
+    if (since) {
+      if (speech) since.quietMs = 0;
+      else {
+        if (since.quietMs === 0) since.fromMs = startMs;
+        since.quietMs += this.windowMs;
+      }
+    }
     if (this.turnStartMs === undefined) return;
-    if (open && this.lastP >= this.silenceBelow) {
+    if (speech) {
       this.quietMs = 0;
       return;
     }
@@ -627,6 +695,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
       if (this.runStartMs === undefined) {
         this.runStartMs = startMs - this.leadIn * this.windowMs;
         this.runSpeechMs += this.leadIn * this.windowMs;
+        this.speechFromMs ??= this.runStartMs;
       }
       this.leadIn = 0;
       this.runSpeechMs += this.windowMs;
@@ -634,8 +703,20 @@ export class SpeechOnsetDetector implements SpeechDetector {
       const needed = botAudible ? this.minSpeechWhileAudibleMs : this.minSpeechMs;
       if (!this.reported && this.runSpeechMs >= needed && this.runPeak >= RUN_PEAK) {
         this.reported = true;
-        this.turnStartMs ??= this.runStartMs;
-        return { onsetMs: this.runStartMs, detectedMs: startMs + this.windowMs, probability: this.runPeak };
+        const speechStartMs = Math.max(
+          Math.min(this.speechFromMs ?? this.runStartMs, this.runStartMs),
+          this.runStartMs - MAX_SPEECH_LEAD_MS,
+        );
+        this.speechFromMs = undefined;
+        this.turnStartMs ??= speechStartMs;
+        // From now on the caller's silences are followed, across turns (`callerSilence`).
+        this.heardSince ??= { fromMs: startMs, quietMs: 0 };
+        return {
+          onsetMs: this.runStartMs,
+          speechStartMs,
+          detectedMs: startMs + this.windowMs,
+          probability: this.runPeak,
+        };
       }
       return undefined;
     }
@@ -646,6 +727,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     if (p < this.silenceBelow) {
       this.silenceMs += this.windowMs;
       if (this.silenceMs >= REARM_SILENCE_MS) this.reported = false;
+      if (this.silenceMs >= SPEECH_RESET_MS) this.speechFromMs = undefined;
     }
     if (this.runStartMs !== undefined) {
       this.runGapMs += this.windowMs;

@@ -25,6 +25,8 @@ export { EchoEstimator, MAX_ECHO_DELAY_MS, REFERENCE_ADVANCE_MS, type EchoVerdic
 export {
   MAX_LAG_MS,
   MAX_QUEUED_WINDOWS,
+  MAX_SPEECH_LEAD_MS,
+  SPEECH_RESET_MS,
   inThreadDetectors,
   SpeechOnsetDetector,
   type DetectorOptions,
@@ -35,6 +37,7 @@ export {
   type SpeechOnset,
   type SpeechTurn,
   type TurnSilence,
+  type CallerSilence,
 } from './detector.js';
 export {
   classifyTranscript,

@@ -374,9 +374,16 @@ export class VadWorkerPool implements DetectorSource, DetectorHost {
       slot.inFlight.delete(id);
       const onset =
         meta[r + 1] === 1
-          ? { onsetMs: meta[r + 2]!, detectedMs: meta[r + 3]!, probability: meta[r + 4]! }
+          ? {
+              onsetMs: meta[r + 2]!,
+              detectedMs: meta[r + 3]!,
+              probability: meta[r + 4]!,
+              speechStartMs: meta[r + 5]!,
+            }
           : undefined;
-      pending.resolve({ onset, turns: turns.get(id) ?? NO_TURNS });
+      const quietMs = meta[r + 7]!;
+      const silence = Number.isNaN(quietMs) ? undefined : { fromMs: meta[r + 6]!, quietMs };
+      pending.resolve({ onset, turns: turns.get(id) ?? NO_TURNS, silence });
     }
   }
 

@@ -3,7 +3,14 @@
  * pool, their outcomes come back, and what an older stream of it brings back after a `reset()` is
  * dropped.
  */
-import type { DetectorOptions, PushInfo, SpeechDetector, SpeechOnset, SpeechTurn } from './detector.js';
+import type {
+  CallerSilence,
+  DetectorOptions,
+  PushInfo,
+  SpeechDetector,
+  SpeechOnset,
+  SpeechTurn,
+} from './detector.js';
 import type { HostedDetectorOptions } from './protocol.js';
 import type { VadSampleRate } from './silero.js';
 
@@ -12,10 +19,12 @@ export class VadWorkerError extends Error {
   override readonly name = 'VadWorkerError';
 }
 
-/** What a push comes back with: the onset it completed, and the turns that ended in it. */
+/** What a push comes back with: the onset it completed, the turns that ended in it, the silence after it. */
 export interface PushOutcome {
   onset: SpeechOnset | undefined;
   turns: readonly SpeechTurn[];
+  /** The detector's `callerSilence` once the push was processed (none before the caller's first onset). */
+  silence?: CallerSilence | undefined;
 }
 
 /** The pool's side of a pooled detector: its streams and their pushes (`VadWorkerPool`). */
@@ -46,6 +55,7 @@ export class PooledDetector implements SpeechDetector {
   private stream: number;
   private readonly options: HostedDetectorOptions;
   private readonly onTurnEnd: ((turn: SpeechTurn) => void) | undefined;
+  private readonly onSilence: ((silence: CallerSilence) => void) | undefined;
   /** Bumped by reset() and close(): what pushes before it bring back is dropped. */
   private epoch = 0;
   private closed = false;
@@ -54,10 +64,11 @@ export class PooledDetector implements SpeechDetector {
     private readonly pool: DetectorHost,
     options: DetectorOptions,
   ) {
-    // The clock stays behind (the worker's own times its windows), and the hook is called from here.
-    const { now: _now, onTurnEnd, ...rest } = options;
+    // The clock stays behind (the worker's own times its windows), and the hooks are called from here.
+    const { now: _now, onTurnEnd, onSilence, ...rest } = options;
     this.sampleRate = options.sampleRate;
     this.onTurnEnd = onTurnEnd;
+    this.onSilence = onSilence;
     this.options = { ...rest, turns: onTurnEnd !== undefined };
     this.stream = pool.openStream();
   }
@@ -78,6 +89,7 @@ export class PooledDetector implements SpeechDetector {
       (outcome) => {
         if (epoch !== this.epoch) return undefined;
         for (const turn of outcome.turns) this.onTurnEnd?.(turn);
+        if (outcome.silence) this.onSilence?.(outcome.silence);
         return outcome.onset;
       },
       (error: unknown) => {

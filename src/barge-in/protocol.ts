@@ -13,7 +13,9 @@ import type { DetectorOptions, SpeechTurn } from './detector.js';
  * A hosted detector's options: those of `DetectorOptions` that can cross a thread (not its functions),
  * and whether the ends of the caller's turns are wanted (they come back with the results).
  */
-export type HostedDetectorOptions = Omit<DetectorOptions, 'now' | 'onTurnEnd'> & { turns: boolean };
+export type HostedDetectorOptions = Omit<DetectorOptions, 'now' | 'onTurnEnd' | 'onSilence'> & {
+  turns: boolean;
+};
 
 /**
  * Each push's numbers in `PushBatch.meta`, in this order: its id, its stream, its inbound timestamp
@@ -42,10 +44,12 @@ export interface PushBatch {
 
 /**
  * Each push's outcome in `PushResults.meta`: its id, 1 when it completed an onset (else 0), the onset's
- * `onsetMs`, `detectedMs` and `probability`. A stream's results come back in the order of its pushes;
- * different streams' need not (the worker runs a stream whose caller may be speaking first).
+ * `onsetMs`, `detectedMs`, `probability` and `speechStartMs`, then the caller's silence after it
+ * (`callerSilence`: `fromMs` and `quietMs`, NaN before their first onset). A stream's results come
+ * back in the order of its pushes; different streams' need not (the worker runs a stream whose caller
+ * may be speaking first).
  */
-export const RESULT_FIELDS = 5;
+export const RESULT_FIELDS = 8;
 
 export interface PushResults {
   type: 'results';

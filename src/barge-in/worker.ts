@@ -239,8 +239,12 @@ async function runPush(push: Push): Promise<void> {
         outMeta[r + 2] = onset.onsetMs;
         outMeta[r + 3] = onset.detectedMs;
         outMeta[r + 4] = onset.probability;
+        outMeta[r + 5] = onset.speechStartMs;
         found = true;
       }
+      const silence = detector.callerSilence;
+      outMeta[r + 6] = silence ? silence.fromMs : Number.NaN;
+      outMeta[r + 7] = silence ? silence.quietMs : Number.NaN;
     } catch (error) {
       outMeta.length = r;
       outErrors.push({ id: push.id, error: errorText(error) });

@@ -32,6 +32,7 @@ import {
   type TwimlVerb,
 } from '../protocols/twiml.js';
 import { twilioSignature } from '../protocols/twilio-signature.js';
+import { DEFAULT_BACKCHANNELS } from '../relay/backchannel.js';
 import type { RelaySettings } from '../relay/host.js';
 import { fetchPlay, LOOP_FOREVER, type PlayLimits } from '../relay/play.js';
 import type { FlowCall, FlowRelayOutcome, FlowTransferOutcome } from './port.js';
@@ -466,6 +467,10 @@ class TwimlRun {
       play: { hosts: [...this.allowed], maxBytes: PLAY_MAX_BYTES, timeoutMs: PLAY_TIMEOUT_MS },
       connectTimeoutMs: this.node.connectTimeoutMs,
       twilioAuthToken: this.context.authToken,
+      // Partial transcripts need realtime speech-to-text (`stt.mode`); with batch there are none.
+      partialPrompts: readBool(a['partialPrompts']) ?? false,
+      // Twilio's default: every barge-in interrupts; "true" lets acknowledgements pass (backchannel.ts).
+      backchannels: readBool(a['ignorebackchannel']) === true ? DEFAULT_BACKCHANNELS : [],
     };
   }
 
@@ -503,11 +508,9 @@ const IGNORED_ATTRIBUTES = [
   'transcriptionProvider',
   'speechModel',
   'interruptSensitivity',
-  'partialPrompts',
   'reportInputDuringAgentSpeech',
   'hints',
   'speechtimeout',
-  'ignorebackchannel',
   'backgroundnoisereduction',
   'profanityFilter',
   'elevenlabsTextNormalization',
@@ -530,6 +533,8 @@ const RELAY_ATTRIBUTES = new Set([
   'dtmfDetection',
   'events',
   'debug',
+  'partialPrompts',
+  'ignorebackchannel',
   ...IGNORED_ATTRIBUTES,
 ]);
 

@@ -45,6 +45,44 @@ export interface RelaySettings {
    * (`tokensPlayed`); default none.
    */
   events?: ReadonlySet<RelayInfoOption> | undefined;
+  /**
+   * Partial transcripts as `prompt`s with `last: false` while the caller speaks (ConversationRelay's
+   * `partialPrompts`), each the turn's words so far; then the turn's with `last: true`. Realtime
+   * speech-to-text only (batch has no partials). Default false.
+   */
+  partialPrompts?: boolean | undefined;
+  /**
+   * Acknowledgements that do not interrupt the app's answer (backchannel.ts; ConversationRelay's
+   * `ignorebackchannel`): a barge-in whose turn says only these resumes the answer where it was cut.
+   * Empty or none: every barge-in interrupts. Where the host can hold its speech (a call).
+   */
+  backchannels?: readonly string[] | undefined;
+}
+
+/** How a caller's turn reached the app: how long its end took to decide, and its transcript to come. */
+export interface TurnTiming {
+  /** The caller's last speech to the decision that their turn was over (ms, on the caller's timeline). */
+  readonly endpointingMs: number;
+  /** The decision to the transcript (ms). */
+  readonly sttMs: number;
+  /** How it was transcribed: streamed, batch, or batch after the realtime socket failed. */
+  readonly via: 'realtime' | 'batch' | 'fallback';
+}
+
+/**
+ * The whole turn gap: the caller's last speech to the first audio of the app's answer handed to the
+ * line, with its parts (`gapMs` = `endpointingMs` + `sttMs` + `appMs` + `firstFrameMs`).
+ */
+export interface TurnGap extends TurnTiming {
+  /** The answer's utterance. */
+  readonly utteranceId: string;
+  /** The prompt sent to the app's first token (or `play`) of its answer (ms). */
+  readonly appMs: number;
+  /** The answer's say to its first audio byte from the speech service (ms), when one came. */
+  readonly firstByteMs: number | undefined;
+  /** The answer's say to its first frame handed to the line (ms). */
+  readonly firstFrameMs: number;
+  readonly gapMs: number;
 }
 
 /** The fields of `setup` that come from the host. */
@@ -70,12 +108,19 @@ export interface RelayHost {
    */
   say(
     text: AsyncIterable<string> | AudioInput,
-    options: { interruptible: boolean; voiceId?: string | undefined },
+    options: {
+      interruptible: boolean;
+      voiceId?: string | undefined;
+      /** Before anything queued (an answer resumed after a backchannel, while the host holds its queue). */
+      first?: boolean | undefined;
+    },
   ): UtteranceHandle;
   /** Cuts what plays now, whatever it is (a preempted talk cycle, a key press that may cut it). */
   interrupt(): InterruptResult;
   /** Sends DTMF to the far end (a call plays the tones in-band); undefined where it cannot. */
   readonly sendDigits?: ((digits: string) => Promise<void>) | undefined;
+  /** A turn's gap, once the answer to it was heard (the call's events and metrics). */
+  readonly turnGap?: ((gap: TurnGap) => void) | undefined;
 }
 
 export type RelayOutcome =

@@ -1,3 +1,4 @@
+// Over 450 lines: one session, whose messages both ways, talk cycles, held barge-ins and limits share its socket and state; its parts (host port and limits, talk cycles, play, languages, URL) live beside it.
 /**
  * One ConversationRelay session: voxbridge opens a WebSocket to the app's URL, says `setup`, and then
  * relays both ways. The app's `text` tokens are spoken as they arrive (one utterance per talk cycle,
@@ -13,6 +14,7 @@ import { twilioSignature } from '../protocols/twilio-signature.js';
 import { promptLang } from './lang.js';
 import { fetchPlay, LOOP_FOREVER, playUrl } from './play.js';
 import { relayUrl } from './url-template.js';
+import { gapOf, heardOf, newCycle, restOf, type TalkCycle, type TextCycle } from './talk-cycle.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -31,13 +33,14 @@ import {
   type RelayInfoOption,
   type ToApp,
 } from '../protocols/conversation-relay.js';
-import type { UtteranceHandle } from '../speaker/speaker.js';
+import type { UtteranceHandle, UtteranceMetrics } from '../speaker/speaker.js';
 import {
   RELAY_LIMITS,
   type RelayHost,
   type RelayLimits,
   type RelayOutcome,
   type RelaySettings,
+  type TurnTiming,
 } from './host.js';
 export {
   RELAY_LIMITS,
@@ -46,6 +49,8 @@ export {
   type RelayOutcome,
   type RelaySettings,
   type RelaySetup,
+  type TurnGap,
+  type TurnTiming,
 } from './host.js';
 
 export interface RelayStats {
@@ -63,25 +68,6 @@ const MAX_PLAY_FETCHES = 2;
 const MAX_INVALID_IN_A_ROW = 10;
 /** Tokens of one talk cycle waiting to be spoken, at most. */
 const MAX_QUEUED_TOKENS = 4096;
-
-/** One talk cycle: the app's tokens up to `last: true` (or one `play`), spoken as one utterance. */
-interface TalkCycle {
-  readonly handle: UtteranceHandle;
-  readonly interruptible: Interruptible;
-  readonly preemptible: boolean;
-  /** Cut by the caller (or preempted). */
-  cut: boolean;
-  /** The listener began to hear it. */
-  heard: boolean;
-  /** The app's tokens for it (a play has none), and their characters. */
-  readonly tokens: AsyncQueue<string> | undefined;
-  chars: number;
-  /** A play's fetch, stopped once the cycle ends. */
-  readonly fetching: AbortController | undefined;
-}
-
-/** A talk cycle of the app's text. */
-type TextCycle = TalkCycle & { readonly tokens: AsyncQueue<string> };
 
 export class RelaySession {
   readonly sessionId = `VX${randomUUID().replaceAll('-', '')}`;
@@ -110,6 +96,8 @@ export class RelaySession {
   /** What the app was last told (`agentSpeaking`, `clientSpeaking`), or would have been. */
   private agentSpeaking = false;
   private clientSpeaking = false;
+  /** The last turn prompted (`last: true`) that no talk cycle answers yet: its timing. */
+  private unanswered: (TurnTiming & { promptAt: number }) | undefined;
 
   constructor(
     private readonly host: RelayHost,
@@ -199,17 +187,30 @@ export class RelaySession {
     return this.done;
   }
 
-  /** A turn of the caller's, transcribed. */
-  prompt(text: string, lang: string | undefined, extension?: RelayExtension): void {
+  /**
+   * A turn of the caller's, transcribed (`last`, the default), or its words so far (`last: false`, a
+   * partial prompt: cumulative, as ConversationRelay sends them). `timing`: how the turn came, for its
+   * gap once the answer is heard.
+   */
+  prompt(
+    text: string,
+    lang: string | undefined,
+    extension?: RelayExtension,
+    options: { last?: boolean; timing?: TurnTiming | undefined } = {},
+  ): void {
     if (this.ended || text.trim() === '') return;
-    // A new turn: the app's tokens from now on answer it.
-    this.discarding = false;
+    const last = options.last ?? true;
+    if (last) {
+      // A new turn: the app's tokens from now on answer it.
+      this.discarding = false;
+      this.unanswered = options.timing && { ...options.timing, promptAt: performance.now() };
+    }
     this.stats.prompts++;
     this.send({
       type: 'prompt',
       voicePrompt: text,
       lang: promptLang(lang, this.language.transcription),
-      last: true,
+      last,
       ...(extension ? { voxbridge: extension } : {}),
     });
   }
@@ -251,7 +252,11 @@ export class RelaySession {
     }
   }
 
-  /** The caller cut the app's speech (a barge-in on the host): tell the app what was heard. */
+  /**
+   * The caller cut the app's speech (a barge-in on the host, or one that was being judged and was
+   * real): tell the app what was heard (of a resumed talk cycle, all of it, before and after the
+   * backchannel).
+   */
   interrupted(r: { heardText: string; playedMs: number; utteranceId?: string | undefined }): void {
     if (this.ended) return;
     const cycle = r.utteranceId === undefined ? undefined : this.speaking.get(r.utteranceId);
@@ -259,17 +264,91 @@ export class RelaySession {
     for (const c of this.speaking.values()) c.cut = true;
     // Tokens still coming for the cycle that was cut are not spoken.
     if (this.open?.cut) {
-      this.discarding = true;
+      this.discarding = !this.open.complete;
       this.closeCycle(this.open);
     }
     this.stats.interrupts++;
     // Silent now; what each cut cycle was heard of (`tokensPlayed`) follows, as its utterance ends.
     this.agentSpeakingNow(false);
+    const heardText = cycle ? heardOf(cycle, r.heardText) : r.heardText;
     this.send({
       type: 'interrupt',
-      utteranceUntilInterrupt: r.heardText,
+      utteranceUntilInterrupt: heardText,
       durationUntilInterruptMs: Math.round(r.playedMs),
     });
+    // A cycle held for the decision ended then: what was heard of it follows the interrupt.
+    if (cycle?.suspended) {
+      cycle.suspended = undefined;
+      this.speaking.delete(cycle.handle.id);
+      this.closeCycle(cycle);
+      if (heardText !== '' && this.asked('tokens-played'))
+        this.send({ type: 'info', name: 'tokensPlayed', value: heardText });
+    }
+  }
+
+  /**
+   * A barge-in cut the talk cycle of `r.utteranceId`, and the host holds it while the caller's turn
+   * says whether it was a backchannel: the app is told nothing yet, and its tokens for the cycle wait.
+   * False when there is nothing to hold (not one of the app's text cycles, or none was cut).
+   */
+  suspend(r: { heardText: string; playedMs: number; utteranceId?: string | undefined }): boolean {
+    if (this.ended || r.utteranceId === undefined) return false;
+    const cycle = this.speaking.get(r.utteranceId);
+    if (!cycle?.tokens || cycle.cut || cycle.suspended) return false;
+    cycle.suspended = { heardText: r.heardText, playedMs: r.playedMs };
+    return true;
+  }
+
+  /** The held barge-in was real: the app gets its `interrupt`, as it would have at once. */
+  bargeInWasReal(): void {
+    const cycle = this.suspendedCycle();
+    if (!cycle?.suspended) return;
+    this.interrupted({ ...cycle.suspended, utteranceId: cycle.handle.id });
+  }
+
+  /**
+   * The held barge-in was a backchannel: the cycle goes on, from the first word the caller did not
+   * hear whole, before anything the host queued meanwhile; the app is told nothing. The rest's
+   * utterance id, or undefined when nothing was left to say.
+   */
+  bargeInWasBackchannel(): string | undefined {
+    const cycle = this.suspendedCycle();
+    const cut = cycle?.suspended;
+    if (!cycle || !cut || this.ended) return undefined;
+    cycle.suspended = undefined;
+    const left = restOf(cycle, cut.heardText);
+    this.speaking.delete(cycle.handle.id);
+    if (!left || (left.rest.trim() === '' && cycle.complete)) {
+      this.closeCycle(cycle);
+      return undefined;
+    }
+    const tokens = new AsyncQueue<string>(MAX_QUEUED_TOKENS);
+    tokens.tryPush(left.rest);
+    let handle: UtteranceHandle;
+    try {
+      handle = this.host.say(tokens, {
+        interruptible: cycle.interruptible === 'speech' || cycle.interruptible === 'any',
+        voiceId: cycle.voiceId,
+        first: true,
+      });
+    } catch (error) {
+      this.error(`this answer cannot be resumed: ${(error as Error).message}`);
+      this.closeCycle(cycle);
+      return undefined;
+    }
+    cycle.from = left.from;
+    cycle.tokens = tokens;
+    cycle.handle = handle;
+    cycle.heard = false;
+    if (cycle.complete) tokens.close();
+    this.track(cycle);
+    return handle.id;
+  }
+
+  /** The talk cycle held for a barge-in's decision, if one is. */
+  private suspendedCycle(): TalkCycle | undefined {
+    for (const c of this.speaking.values()) if (c.suspended) return c;
+    return undefined;
   }
 
   /**
@@ -364,11 +443,12 @@ export class RelaySession {
         return;
       }
       const tokens = new AsyncQueue<string>(MAX_QUEUED_TOKENS);
+      const voiceId = this.voiceFor(o.lang ?? this.language.tts);
       let handle: UtteranceHandle;
       try {
         handle = this.host.say(tokens, {
           interruptible: o.interruptible === 'speech' || o.interruptible === 'any',
-          voiceId: this.voiceFor(o.lang ?? this.language.tts),
+          voiceId,
         });
       } catch (error) {
         // The host would not take it (its queue is full, the call is ending).
@@ -376,7 +456,7 @@ export class RelaySession {
         this.discarding = !o.last;
         return;
       }
-      cycle = this.track({ ...this.cycleOf(handle, o), tokens });
+      cycle = this.track({ ...this.cycleOf(handle, o, voiceId), tokens });
       this.open = cycle;
     }
     if (!cycle.cut && token !== '') {
@@ -386,31 +466,35 @@ export class RelaySession {
           `more than ${this.limits.cycleChars} characters in one talk cycle: the rest of it is dropped`,
         );
         cycle.cut = true;
-      } else if (!cycle.tokens.tryPush(token)) {
+      } else if (cycle.suspended) {
+        // Held for a barge-in's decision: kept for the rest, should the answer resume.
+        cycle.said += token;
+      } else if (cycle.tokens?.tryPush(token)) {
+        cycle.said += token;
+      } else {
         this.error(
           `more than ${MAX_QUEUED_TOKENS} tokens waiting to be spoken: the rest of this talk cycle is dropped`,
         );
         cycle.cut = true;
       }
     }
-    if (o.last) this.closeCycle(cycle);
+    if (o.last) {
+      cycle.complete = true;
+      // A held cycle keeps its place until the decision; new tokens start the next cycle.
+      if (cycle.suspended) this.open = undefined;
+      else this.closeCycle(cycle);
+    }
   }
 
-  /** A talk cycle of `handle`'s, with nothing feeding it yet. */
+  /** A talk cycle of `handle`'s; the answer to the last turn prompted, if none answered it yet. */
   private cycleOf(
     handle: UtteranceHandle,
     o: { interruptible: Interruptible; preemptible: boolean },
+    voiceId: string | undefined,
   ): TalkCycle {
-    return {
-      handle,
-      interruptible: o.interruptible,
-      preemptible: o.preemptible,
-      cut: false,
-      heard: false,
-      tokens: undefined,
-      chars: 0,
-      fetching: undefined,
-    };
+    const turn = this.unanswered;
+    this.unanswered = undefined;
+    return newCycle(handle, o, voiceId, turn && { ...turn, appMs: performance.now() - turn.promptAt });
   }
 
   /**
@@ -420,23 +504,46 @@ export class RelaySession {
    * was heard of it (`tokensPlayed`).
    */
   private track<C extends TalkCycle>(cycle: C): C {
-    const { id } = cycle.handle;
+    const { handle } = cycle;
+    const { id } = handle;
     this.speaking.set(id, cycle);
     // `audible` settles first: a cycle's start is handled before its end.
-    void cycle.handle.audible.then((heard) => {
-      if (!heard) return;
+    void handle.audible.then((heard) => {
+      if (!heard || cycle.handle !== handle) return;
       cycle.heard = true;
       this.agentSpeakingNow(true);
+      // The answer's first audio is out: the turn's gap is known now.
+      if (handle.metrics) this.answered(cycle, handle.metrics);
     });
-    void cycle.handle.result.then(({ heardText }) => {
+    void handle.result.then((result) => {
+      // Resumed (a new utterance speaks it now), or ended as the barge-in that held it was decided.
+      if (cycle.handle !== handle || this.speaking.get(id) !== cycle) return;
+      const audible = (): boolean => [...this.speaking.values()].some((c) => c.heard && !c.suspended);
+      if (cycle.suspended) {
+        // Held for the barge-in's decision: silent now, and nothing else is told until it comes.
+        if (cycle.heard && !audible()) this.agentSpeakingNow(false);
+        cycle.heard = false;
+        this.answered(cycle, result.metrics);
+        return;
+      }
       this.speaking.delete(id);
       this.closeCycle(cycle);
-      if (cycle.heard && ![...this.speaking.values()].some((c) => c.heard)) this.agentSpeakingNow(false);
+      if (cycle.heard && !audible()) this.agentSpeakingNow(false);
+      this.answered(cycle, result.metrics);
+      const heardText = heardOf(cycle, result.heardText);
       // A play has no tokens: there is nothing of its to report.
       if (cycle.tokens && heardText !== '' && this.asked('tokens-played'))
         this.send({ type: 'info', name: 'tokensPlayed', value: heardText });
     });
     return cycle;
+  }
+
+  /** The answer to a caller's turn was heard: the turn's whole gap goes to the host, once. */
+  private answered(cycle: TalkCycle, metrics: Readonly<UtteranceMetrics>): void {
+    const gap = gapOf(cycle, metrics);
+    if (!gap) return;
+    cycle.answering = undefined;
+    this.host.turnGap?.(gap);
   }
 
   /** The app's speech began or stopped being heard: `agentSpeaking`, once each way. */
@@ -513,7 +620,7 @@ export class RelaySession {
       this.error(`this play cannot be played: ${(error as Error).message}`);
       return;
     }
-    this.track({ ...this.cycleOf(handle, o), fetching });
+    this.track({ ...this.cycleOf(handle, o, undefined), fetching });
   }
 
   /**

@@ -9,9 +9,19 @@
  * claims a time before the end of the last one is placed right after it.
  */
 import { resampleWhole } from '../audio/resampler.js';
+import { MAX_SPEECH_LEAD_MS } from '../barge-in/index.js';
 
 /** Speech-to-text takes this rate. */
 export const TURN_SAMPLE_RATE = 16_000;
+
+/**
+ * Audio kept before an onset by default (ms). The detector may place the caller's speech up to
+ * `MAX_SPEECH_LEAD_MS` before the run that confirmed it, and confirms that run up to a second and a
+ * half later over a talking bot (the 400 ms rule, a VAD worker's queue); with the pre-roll before it,
+ * the first syllable is still here when the onset arrives. (It was 2 s: a caller confirmed late over
+ * a welcome greeting reached speech-to-text from the confirmation on.)
+ */
+export const DEFAULT_LOOK_BACK_MS = MAX_SPEECH_LEAD_MS + 1500;
 
 export interface TurnRecorderOptions {
   /** The rate of the samples pushed. */
@@ -24,7 +34,10 @@ export interface TurnRecorderOptions {
   tailMs?: number;
   /** The longest turn kept (ms): a longer one keeps its last part. Default 30 000. */
   maxTurnMs?: number;
-  /** Audio kept while no turn is open (ms): an onset is reported this long after it began, at most. Default 2000. */
+  /**
+   * Audio kept while no turn is open (ms): an onset is reported this long after the caller's speech
+   * began, at most. Default `DEFAULT_LOOK_BACK_MS`.
+   */
   lookBackMs?: number;
 }
 
@@ -54,7 +67,7 @@ export class TurnRecorder {
     this.preRollMs = options.preRollMs ?? 300;
     this.tailMs = options.tailMs ?? 150;
     this.maxTurnMs = options.maxTurnMs ?? 30_000;
-    this.lookBackMs = options.lookBackMs ?? 2000;
+    this.lookBackMs = options.lookBackMs ?? DEFAULT_LOOK_BACK_MS;
   }
 
   /** The caller's audio, in order, with the inbound time of its first sample. */
@@ -78,6 +91,28 @@ export class TurnRecorder {
   /** Speech began at `onsetMs`: the turn's audio is kept from a little before it. */
   onset(onsetMs: number): void {
     this.openFromMs ??= onsetMs - this.preRollMs;
+  }
+
+  /**
+   * The audio kept from `fromMs` on, at the rate it was pushed (not the output rate), joined: what a
+   * realtime session is sent first when a turn opens (its pre-roll). The recorder is unchanged.
+   */
+  audioSince(fromMs: number): Int16Array {
+    const parts: Int16Array[] = [];
+    let length = 0;
+    for (const { atMs, samples } of this.chunks) {
+      const first = Math.max(0, Math.round(((fromMs - atMs) * this.rate) / 1000));
+      if (first >= samples.length) continue;
+      parts.push(samples.subarray(first));
+      length += samples.length - first;
+    }
+    const joined = new Int16Array(length);
+    let at = 0;
+    for (const p of parts) {
+      joined.set(p, at);
+      at += p.length;
+    }
+    return joined;
   }
 
   /** The turn ended: its audio at the output rate (with the tail that has arrived), and the recorder resets. */

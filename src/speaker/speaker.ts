@@ -17,6 +17,7 @@ import {
   Utterance,
   type AudioInput,
   type SayOptions,
+  type UtteranceMetrics,
   type UtteranceResult,
   type UtteranceState,
 } from './utterance.js';
@@ -102,6 +103,11 @@ export interface UtteranceHandle {
   readonly audible: Promise<boolean>;
   /** Settles (never rejects) when the utterance has ended. */
   readonly result: Promise<UtteranceResult>;
+  /**
+   * Its metrics as they are now (first byte and first frame are set by the time `audible` settles
+   * true); the result has them as they ended. Read-only: the speaker's own.
+   */
+  readonly metrics?: Readonly<UtteranceMetrics>;
 }
 
 export interface InterruptResult {
@@ -173,7 +179,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
     );
     if (this.closed) {
       this.finish(u, 'failed', new Error('speaker is closed'));
-      return { id: u.id, audible: u.audible, result: u.result };
+      return { id: u.id, audible: u.audible, result: u.result, metrics: u.metrics };
     }
     if (options.signal) {
       const signal = options.signal;
@@ -191,7 +197,7 @@ export class Speaker extends EventEmitter<SpeakerEvents> {
       }
       this.pump();
     }
-    return { id: u.id, audible: u.audible, result: u.result };
+    return { id: u.id, audible: u.audible, result: u.result, metrics: u.metrics };
   }
 
   /** The utterance speaking now, if any. */

@@ -122,45 +122,13 @@ export interface RealtimeTurnOptions {
   signal?: AbortSignal | undefined;
 }
 
-/**
- * A proposal for the configuration's `stt` section, not wired (the config schema and the relay are
- * another change): what the relay would need to choose and run realtime speech-to-text.
- *
- * ```yaml
- * stt:
- *   mode: realtime            # realtime | batch (today's); realtime falls back to batch per turn
- *   realtime:
- *     modelId: scribe_v2_realtime
- *     preRollMs: 300          # audio before the VAD's onset sent first (the turn recorder's pre-roll)
- *     connectTimeoutMs: 5000  # handshake + session_started, else this turn goes to batch
- *     commitTimeoutMs: 3000   # turn's end → committed transcript, else this turn goes to batch
- *     includeTimestamps: false
- * ```
- * `baseUrl`, `pathPrefix`, `authHeader`, the key and `endOfTurnMs` stay where they are and serve both
- * modes. A turn whose session fails with `canFallBackToBatch(error)` is transcribed by the batch client
- * from the turn recorder's audio, and the fallback logged with the error's code.
+/*
+ * The configuration that chooses and runs it is `stt.mode` (batch | realtime) and `stt.realtime`
+ * (base URL, model, pre-roll, connect and commit deadlines, longest turn) in src/app/config-schema.ts;
+ * the relay's turns (src/relay/vad-turns.ts, turn-stt.ts) open a session per turn and send a turn whose
+ * session fails with `canFallBackToBatch(error)` to the batch client with its recorded audio, logged
+ * with the error's code.
  */
-export interface SttModeConfigProposal {
-  readonly mode: 'realtime' | 'batch';
-  readonly realtime: {
-    readonly modelId: string;
-    readonly preRollMs: number;
-    readonly connectTimeoutMs: number;
-    readonly commitTimeoutMs: number;
-    readonly includeTimestamps: boolean;
-  };
-}
-
-export const PROPOSED_STT_MODE_DEFAULTS: SttModeConfigProposal = {
-  mode: 'batch',
-  realtime: {
-    modelId: DEFAULT_REALTIME_MODEL_ID,
-    preRollMs: 300,
-    connectTimeoutMs: DEFAULT_REALTIME_CONNECT_TIMEOUT_MS,
-    commitTimeoutMs: DEFAULT_REALTIME_COMMIT_TIMEOUT_MS,
-    includeTimestamps: false,
-  },
-};
 
 const systemClock: RealtimeClock = {
   now: () => performance.now(),

@@ -35,7 +35,8 @@ export class RelayApp {
         session.received.push(message);
         const greeting = message.type === 'setup' ? this.onSetup?.(message) : undefined;
         if (greeting) void this.answer(socket, greeting);
-        if (message.type === 'prompt')
+        // A partial prompt (`last: false`) is not answered: the turn is not over.
+        if (message.type === 'prompt' && message['last'] !== false)
           void this.answer(
             socket,
             `You said: ${String(message['voicePrompt'])}. What else can I do for you today?`,

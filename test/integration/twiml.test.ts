@@ -48,7 +48,7 @@ beforeAll(async () => {
   <Connect action="/after-relay">
     <ConversationRelay url="${relayApp.url}" welcomeGreeting="Hi! How can I help?" dtmfDetection="true"
         voice="voxbridge-high" language="en-US" transcriptionProvider="Deepgram" madeUpAttribute="x"
-        debug="tokens-played" events="speaker-events">
+        debug="tokens-played" events="speaker-events" partialPrompts="true" ignorebackchannel="true">
       <Language code="es-ES" voice="voxbridge-deep"/>
       <Parameter name="tenant" value="gold"/>
     </ConversationRelay>
@@ -217,6 +217,8 @@ describe('a call run by a TwiML webhook', () => {
     const warnings = twimlEvents(c.sse).flatMap((d) => (d.warning === undefined ? [] : [String(d.warning)]));
     expect(warnings.filter((w) => w.includes('madeUpAttribute'))).toHaveLength(1);
     expect(warnings.filter((w) => w.includes('transcriptionProvider'))).toHaveLength(1);
+    // Taken with effect (docs/relay.md: partial prompts, backchannels): no warning.
+    expect(warnings.filter((w) => /partialPrompts|ignorebackchannel/.test(w))).toEqual([]);
     // As `debug` and `events` asked: who speaks, and what the caller heard of the greeting.
     await until(() => session.received.some((m) => m['name'] === 'tokensPlayed'), 5000, 'tokensPlayed');
     expect(session.received.filter((m) => m.type === 'info').map((m) => [m['name'], m['value']])).toEqual([

@@ -6,15 +6,21 @@
  */
 import type { Logger } from 'pino';
 import { parseRelayInfoOptions } from '../../protocols/conversation-relay.js';
+import { DEFAULT_BACKCHANNELS } from '../../relay/backchannel.js';
 import type { RelaySettings } from '../../relay/session.js';
+import type { TurnStt } from '../../relay/turn-stt.js';
+import { RealtimeSttClient } from '../../speech/stt-realtime.js';
 import { SttClient } from '../../speech/stt.js';
 import type { LoadedConfig } from '../config.js';
 
 export interface Relays {
   /** By name, as `relays:` has them, with their headers' `env:` values read. */
   readonly settings: Readonly<Record<string, RelaySettings>>;
-  /** Speech-to-text for prompts; undefined when `stt.baseUrl` is not set (relays run without prompts). */
-  readonly stt: SttClient | undefined;
+  /**
+   * Speech-to-text for prompts (batch, and realtime in realtime mode); undefined when no service is
+   * set (relays run without prompts).
+   */
+  readonly stt: TurnStt | undefined;
   /** Silence after the speaker's words that ends their turn (ms). */
   readonly endOfTurnMs: number;
   close(): Promise<void>;
@@ -46,6 +52,9 @@ export function relaySettings(loaded: LoadedConfig, log?: Logger): Record<string
           connectTimeoutMs: r.connectTimeoutMs,
           twilioAuthToken: secrets.twilioAuthToken,
           events,
+          partialPrompts: r.partialPrompts,
+          backchannels:
+            r.backchannels === true ? DEFAULT_BACKCHANNELS : r.backchannels === false ? [] : r.backchannels,
         },
       ];
     }),
@@ -54,22 +63,50 @@ export function relaySettings(loaded: LoadedConfig, log?: Logger): Record<string
 
 export function startRelays(loaded: LoadedConfig, log?: Logger): Relays {
   const { config, secrets } = loaded;
-  const stt =
-    config.stt.baseUrl === null
+  const { stt: c } = config;
+  const batch =
+    c.baseUrl === null
       ? undefined
       : new SttClient({
-          baseUrl: config.stt.baseUrl,
-          pathPrefix: config.stt.pathPrefix,
-          authHeader: config.stt.authHeader,
+          baseUrl: c.baseUrl,
+          pathPrefix: c.pathPrefix,
+          authHeader: c.authHeader,
           apiKey: secrets.sttApiKey ?? '',
-          modelId: config.stt.modelId,
+          modelId: c.modelId,
         });
+  const realtimeBase = c.realtime.baseUrl ?? c.baseUrl;
+  const realtime =
+    c.mode === 'realtime' && realtimeBase !== null
+      ? new RealtimeSttClient({
+          baseUrl: realtimeBase,
+          pathPrefix: c.pathPrefix,
+          authHeader: c.authHeader,
+          apiKey: secrets.sttApiKey ?? '',
+          modelId: c.realtime.modelId,
+          connectTimeoutMs: c.realtime.connectTimeoutMs,
+          commitTimeoutMs: c.realtime.commitTimeoutMs,
+          ...(log ? { log: log.child({ part: 'stt-realtime' }) } : {}),
+        })
+      : undefined;
+  if (c.mode === 'realtime' && !realtime)
+    log?.warn('stt.mode is realtime but no speech-to-text service is set: relays run without prompts');
+  const stt: TurnStt | undefined =
+    batch || realtime
+      ? {
+          batch,
+          realtime,
+          endpointing: c.endpointing,
+          preRollMs: c.realtime.preRollMs,
+          maxTurnMs: c.realtime.maxTurnMs,
+          endOfTurnMs: c.endOfTurnMs,
+        }
+      : undefined;
   return {
     settings: relaySettings(loaded, log),
     stt,
-    endOfTurnMs: config.stt.endOfTurnMs,
+    endOfTurnMs: c.endOfTurnMs,
     close: async () => {
-      await stt?.close();
+      await Promise.all([batch?.close(), realtime?.close()]);
     },
   };
 }

@@ -21,6 +21,7 @@ import {
   type SpeechDetector,
   type SpeechOnset,
   type SpeechTurn,
+  type CallerSilence,
   type VadSampleRate,
   type VadWorkerPool,
 } from '../../../src/barge-in/index.js';
@@ -203,21 +204,34 @@ describe('detectors in worker threads', () => {
     expect((await onsets(inThread(options), untold, 'awaited')).length).toBeGreaterThan(1);
   });
 
-  it('bring back the ends of turns', async () => {
+  it("bring back the ends of turns, and the caller's silences after each push", async () => {
     const chunks = quietLine(speech.samples);
-    const turns = (into: SpeechTurn[]): DetectorOptions => ({
+    const turns = (into: SpeechTurn[], silences: CallerSilence[]): DetectorOptions => ({
       sampleRate: RATE,
       endOfTurnMs: 500,
       onTurnEnd: (turn) => into.push(turn),
+      onSilence: (s) => silences.push(s),
     });
     const here: SpeechTurn[] = [];
-    await onsets(inThread(turns(here)), chunks, 'awaited');
+    const silencesHere: CallerSilence[] = [];
+    const onsetsHere = await onsets(inThread(turns(here, silencesHere)), chunks, 'awaited');
     expect(here).toHaveLength(1);
+    expect(silencesHere.length).toBeGreaterThan(10);
+    expect(Math.max(...silencesHere.map((s) => s.quietMs))).toBeGreaterThan(500);
     const there: SpeechTurn[] = [];
-    const detector = pool.detector(turns(there));
+    const silencesThere: CallerSilence[] = [];
+    const detector = pool.detector(turns(there, silencesThere));
     try {
-      await onsets(detector, chunks, 'at once');
+      // The onset, with where the speech began, comes back whole.
+      expect(await onsets(detector, chunks, 'at once')).toEqual(onsetsHere);
+      expect(onsetsHere[0]!.speechStartMs).toBeLessThanOrEqual(onsetsHere[0]!.onsetMs);
       expect(there).toEqual(here);
+      // After every push there, after each push that completed a window here: the same silences.
+      const changes = (list: CallerSilence[]): CallerSilence[] =>
+        list.filter(
+          (s, i) => i === 0 || s.quietMs !== list[i - 1]!.quietMs || s.fromMs !== list[i - 1]!.fromMs,
+        );
+      expect(changes(silencesThere)).toEqual(changes(silencesHere));
     } finally {
       detector.close();
     }
