@@ -44,7 +44,10 @@ const NOTHING_HEARD: Recognition = {
 
 /** One gather's listening: waiting for an onset, in a turn, recognising it, or done. */
 type ListeningState =
-  { status: 'armed' } | { status: 'speaking' } | { status: 'recognizing' } | { status: 'done' };
+  | { status: 'armed' }
+  | { status: 'speaking'; onsetMs: number }
+  | { status: 'recognizing' }
+  | { status: 'done' };
 
 class Listening implements FlowListening {
   readonly heard: Promise<FlowHeard>;
@@ -141,12 +144,18 @@ export class CallListener {
     if (l && (l.state.status === 'armed' || l.state.status === 'speaking')) l.recorder.push(samples, atMs);
   }
 
-  /** The VAD confirmed the caller's speech (from `onsetMs`): the turn is the listening's answer. */
+  /**
+   * The VAD confirmed the caller's speech (from `onsetMs`, the run that confirmed it): the turn is the
+   * listening's answer. Its audio starts there (less the recorder's pre-roll), not at the earlier start
+   * the detector may give a turn (`SpeechTurn.startMs`, reaching back over shorter runs for a relay's
+   * speech-to-text): over a prompt still playing those runs can be the prompt's own echo, and a
+   * grammar's decoder takes echoed words for the caller's (a full test run measured it).
+   */
   onset(onsetMs: number): void {
     const l = this.current;
     if (!l || (l.state.status !== 'armed' && l.state.status !== 'speaking')) return;
     l.recorder.onset(onsetMs);
-    l.state = { status: 'speaking' };
+    if (l.state.status === 'armed') l.state = { status: 'speaking', onsetMs };
   }
 
   /** A turn of the caller's ended: the one the listening heard begin is recognised. */
@@ -157,7 +166,10 @@ export class CallListener {
     // timeline, counts toward the result's latency as the recognition does.
     const lagMs = Math.max(0, this.audioEndMs - turn.decidedMs);
     const startedAt = this.now();
-    const { samples, fromMs } = l.recorder.takeTurn(turn);
+    const { samples, fromMs } = l.recorder.takeTurn({
+      startMs: Math.max(turn.startMs, l.state.onsetMs),
+      endMs: turn.endMs,
+    });
     l.state = { status: 'recognizing' };
     const done = (recognition: Recognition): void => {
       if (l.state.status !== 'recognizing') return;

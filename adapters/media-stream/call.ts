@@ -442,8 +442,9 @@ export class Call extends EventEmitter<CallEvents> {
         },
         onOnset: (onsetMs, speechStartMs) => {
           this.#relay?.onset(onsetMs, speechStartMs);
-          // The turn's audio from where the caller's speech began, not where it was confirmed.
-          listener?.onset(speechStartMs);
+          // A relay's turn is heard from where the caller's speech began; a gather's from the run
+          // that confirmed it (call-listen.ts says why).
+          listener?.onset(onsetMs);
         },
         onAudio: (samples, atMs, payload) => {
           this.#relay?.audio(samples, atMs, payload);
