@@ -5,8 +5,10 @@
 export const FIRST_PIECE_MAX_CHARS = 160;
 export const PIECE_MAX_CHARS = 400;
 
-const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*\s+/g;
-const CLAUSE_END = /[,;:—–]\s+/g;
+/** Where a sentence ends: its closing punctuation and quotes, then space. */
+export const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*\s+/g;
+/** Where a clause ends. */
+export const CLAUSE_END = /[,;:—–]\s+/g;
 
 function isLowSurrogate(code: number): boolean {
   return code >= 0xdc00 && code <= 0xdfff;
@@ -22,7 +24,8 @@ function codePointsBetween(text: string, from: number, to: number): number {
   return n;
 }
 
-function splitAt(text: string, pattern: RegExp): string[] {
+/** `text` cut after each match of `pattern` (a global expression); nothing is lost. */
+export function splitAt(text: string, pattern: RegExp): string[] {
   const out: string[] = [];
   let start = 0;
   for (const m of text.matchAll(pattern)) {

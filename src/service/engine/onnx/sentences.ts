@@ -4,6 +4,7 @@
  * is made into before sherpa-onnx sees it: text that yields no token at all crashes sherpa-onnx 1.13.8
  * (a segmentation fault, the whole process), so such text is never sent.
  */
+import { CLAUSE_END, SENTENCE_END, splitAt } from '../sentences.js';
 import type { OnnxFrontend } from './model-dir.js';
 
 export interface Sentence {
@@ -16,21 +17,6 @@ export interface Sentence {
 export const SENTENCE_MAX_CHARS = 60;
 /** A clause is not split off shorter than this: a run of tiny ones would sound choppy. */
 const CLAUSE_MIN_CHARS = 20;
-
-const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*\s+/g;
-const CLAUSE_END = /[,;:—–]\s+/g;
-
-function splitAt(text: string, pattern: RegExp): string[] {
-  const out: string[] = [];
-  let start = 0;
-  for (const m of text.matchAll(pattern)) {
-    const end = m.index + m[0].length;
-    out.push(text.slice(start, end));
-    start = end;
-  }
-  if (start < text.length) out.push(text.slice(start));
-  return out;
-}
 
 /** A long sentence's clauses, short ones joined to the next. */
 function clauses(sentence: string): string[] {
