@@ -40,9 +40,10 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { rawText } from '../src/http/ws-data.js';
 import { systemClock, type Clock } from '../src/speaker/clock.js';
 import { fakeTranscript } from './fake-stt.js';
+import { fakeSecret } from './secrets.js';
 
 export const FAKE_REALTIME_PATH = '/v1/speech-to-text/realtime';
-export const FAKE_REALTIME_KEY = 'sk_fake_realtime_3b9e17c4d2a8';
+export const FAKE_REALTIME_KEY = fakeSecret('fake-realtime-stt-key');
 export const FAKE_REALTIME_MODELS: readonly string[] = ['scribe_v2_realtime'];
 export const DEFAULT_FAKE_REALTIME_TEXT = 'Hello from the fake realtime transcriber.';
 /** Scribe v2 Realtime's advertised latency. */

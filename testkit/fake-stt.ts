@@ -28,9 +28,10 @@ import {
 import type { AddressInfo } from 'node:net';
 import busboy from 'busboy';
 import { parseWav, WavFormatError } from '../src/audio/wav.js';
+import { fakeSecret } from './secrets.js';
 
 export const FAKE_STT_PATH = '/v1/speech-to-text';
-export const FAKE_STT_KEY = 'sk_fake_stt_5f0c2a9e41d7';
+export const FAKE_STT_KEY = fakeSecret('fake-stt-key');
 export const DEFAULT_FAKE_TRANSCRIPT = 'Hello from the fake transcriber.';
 export const FAKE_STT_MODELS: readonly string[] = ['scribe_v1', 'scribe_v1_experimental', 'scribe_v2'];
 const MAX_FIELDS = 16;

@@ -9,17 +9,23 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeMulaw } from '../../src/audio/g711.js';
 import { twilioSignature } from '../../src/protocols/twilio-signature.js';
 import { amdCall, type AmdCall } from '../../testkit/amd-corpus.js';
-import { FakeTwilioRest, twilioStream, type TwilioFakeCall } from '../../testkit/fake-gateway-rest/index.js';
+import {
+  FakeTwilioRest,
+  twilioStream,
+  type TwilioFakeCall,
+  fakeSecret,
+  fakeTwilioAccountSid,
+} from '../../testkit/fake-gateway-rest/index.js';
 import { freePort } from '../../testkit/ports.js';
 import { SseReader } from '../../testkit/sse.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 
 const ENV = {
-  TWILIO_ACCOUNT_SID: 'AC0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d',
-  TWILIO_AUTH_TOKEN: 'twilio-auth-token-amd-5e1c',
-  MEDIA_STREAM_TOKEN: 'media-stream-token-amd-77a1',
-  CONTROL_TOKEN: 'control-token-amd-90b2',
+  TWILIO_ACCOUNT_SID: fakeTwilioAccountSid(),
+  TWILIO_AUTH_TOKEN: fakeSecret('twilio-token'),
+  MEDIA_STREAM_TOKEN: fakeSecret('media-stream-token'),
+  CONTROL_TOKEN: fakeSecret('control-token'),
 } as const;
 const AUTH = { authorization: `Bearer ${ENV.CONTROL_TOKEN}` };
 const MESSAGE = 'Please call the clinic back.';

@@ -39,6 +39,8 @@ import {
   parseXml,
   type RecordedRequest,
   type XmlElement,
+  fakeGatewayCredentials,
+  fakeTwilioAccountSid,
 } from '../../testkit/fake-gateway-rest/index.js';
 import { freePort } from '../../testkit/ports.js';
 
@@ -47,23 +49,10 @@ const { privateKey: VONAGE_KEY, publicKey: VONAGE_PUBLIC } = generateKeyPairSync
 });
 const VONAGE_PEM = VONAGE_KEY.export({ type: 'pkcs8', format: 'pem' }).toString();
 
-const ENV = {
-  TWILIO_ACCOUNT_SID: 'AC0f1e2d3c4b5a69788796a5b4c3d2e1f0',
-  TWILIO_AUTH_TOKEN: 'twilio-token-5e1f9a7c3b2d4e6f',
-  TELNYX_API_KEY: 'KEY0198A7B6C5D4E3F2_telnyxsecret',
-  TELNYX_CONNECTION_ID: '1684641123236054244',
-  PLIVO_AUTH_ID: 'MAPLIVOAUTHID0123456',
-  PLIVO_AUTH_TOKEN: 'plivo-token-8c7b6a5d4e3f2a1b',
-  VONAGE_APPLICATION_ID: 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee',
-  VONAGE_PRIVATE_KEY: VONAGE_PEM,
-  JAMBONZ_ACCOUNT_SID: '9d4a1b2c-3e5f-4a6b-8c7d-0e1f2a3b4c5d',
-  JAMBONZ_API_KEY: 'jambonz-key-0b1c2d3e4f5a6b7c',
-  ASTERISK_ARI_USER: 'voxbridge-ari',
-  ASTERISK_ARI_PASSWORD: 'ari-password-7d6c5b4a3f2e',
-  EXOTEL_ACCOUNT_SID: 'exotelaccount42',
-  EXOTEL_API_KEY: 'exotel-key-3a4b5c6d7e8f',
-  EXOTEL_API_TOKEN: 'exotel-token-9f8e7d6c5b4a',
-} as const;
+/** A subaccount of the test's account (its own SID). */
+const SUBACCOUNT = fakeTwilioAccountSid();
+
+const ENV = { ...fakeGatewayCredentials(), VONAGE_PRIVATE_KEY: VONAGE_PEM };
 
 /** What must never be logged or put in an error: every value above, and the Basic headers' base64. */
 const SECRETS = [
@@ -202,7 +191,7 @@ describe('twilio', () => {
       await FakeTwilioRest.start({
         accountSid: ENV.TWILIO_ACCOUNT_SID,
         authToken: ENV.TWILIO_AUTH_TOKEN,
-        subaccounts: ['AC99999999999999999999999999999999'],
+        subaccounts: [SUBACCOUNT],
       }),
     );
     return { fake, control: port('twilio', fake.url, settings) };
@@ -225,10 +214,10 @@ describe('twilio', () => {
 
   it("acts on a subaccount's call under that account", async () => {
     const { fake, control } = await setup();
-    const call = fake.addCall('AC99999999999999999999999999999999');
+    const call = fake.addCall(SUBACCOUNT);
     await control.hangUp({ callId: call.sid, accountSid: call.accountSid });
     expect(call.status).toBe('completed');
-    expect(last(fake.requests).path).toContain('/Accounts/AC99999999999999999999999999999999/Calls/');
+    expect(last(fake.requests).path).toContain(`/Accounts/${SUBACCOUNT}/Calls/`);
   });
 
   it('cold-transfers with <Dial><Number> or <Dial><Sip>', async () => {

@@ -22,6 +22,9 @@ import {
   FakeTwilioRest,
   twilioStream,
   type TwilioFakeCall,
+  fakeGatewayCredentials,
+  fakeSecret,
+  fakeTwilioAccountSid,
 } from '../../testkit/fake-gateway-rest/index.js';
 import { freePort } from '../../testkit/ports.js';
 import { SseReader } from '../../testkit/sse.js';
@@ -31,12 +34,12 @@ import { FakePlivo } from '../helpers/gateways/plivo.js';
 import { FakeTwilio } from '../helpers/gateways/twilio.js';
 
 const ENV = {
-  TWILIO_ACCOUNT_SID: 'AC5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d',
-  TWILIO_AUTH_TOKEN: 'twilio-auth-token-7c1e5a9b3d',
-  PLIVO_AUTH_ID: 'MAPLIVOOUTBOUND0042',
-  PLIVO_AUTH_TOKEN: 'plivo-auth-token-1e9c7a5b',
-  MEDIA_STREAM_TOKEN: 'media-stream-token-4f2a9c81',
-  CONTROL_TOKEN: 'control-token-b81d3e6f0a',
+  TWILIO_ACCOUNT_SID: fakeTwilioAccountSid(),
+  TWILIO_AUTH_TOKEN: fakeSecret('twilio-token'),
+  PLIVO_AUTH_ID: fakeGatewayCredentials().PLIVO_AUTH_ID,
+  PLIVO_AUTH_TOKEN: fakeSecret('plivo-token'),
+  MEDIA_STREAM_TOKEN: fakeSecret('media-stream-token'),
+  CONTROL_TOKEN: fakeSecret('control-token'),
 } as const;
 const SECRETS = [
   ENV.TWILIO_ACCOUNT_SID,

@@ -10,6 +10,7 @@ import { SttClient, type SttClientOptions } from '../../src/speech/stt.js';
 import { WORD_END_SLACK_MS } from '../../src/speech/transcript.js';
 import { FakeStt, fakeTranscript, type FakeSttOptions } from '../../testkit/fake-stt.js';
 import { freePort } from '../../testkit/ports.js';
+import { fakeSecret } from '../../testkit/secrets.js';
 
 const RATE = 16_000;
 
@@ -164,7 +165,7 @@ describe('the key', () => {
   });
 
   it('a wrong key is a 401 invalid_api_key, not retried, and the key the server quoted is scrubbed', async () => {
-    const wrongKey = 'sk_wrong_key_9d8e7f6a5b4c';
+    const wrongKey = fakeSecret('wrong-key');
     const { f } = await setup({}, { apiKey: wrongKey });
     const error = await failure(client!.transcribe(TURN_WAV));
     expect(error).toMatchObject({ status: 401, code: 'invalid_api_key', retryable: false });

@@ -28,6 +28,7 @@ import {
   type FakeRealtimeSegment,
 } from '../../testkit/fake-realtime-stt.js';
 import { FakeClock } from '../helpers/fake-clock.js';
+import { fakeSecret } from '../../testkit/secrets.js';
 
 const PCM_16K: WireFormat = { encoding: 's16le', sampleRate: 16_000, channels: 1 };
 const ALAW_8K: WireFormat = { encoding: 'alaw', sampleRate: 8000, channels: 1 };
@@ -332,7 +333,7 @@ describe('the service’s errors, coded', () => {
   });
 
   it('a refused handshake (401) is auth, not fallback; invalid_request closes the session', async () => {
-    const { f, c } = await setup({}, { apiKey: 'sk_wrong_key_1234567' });
+    const { f, c } = await setup({}, { apiKey: fakeSecret('wrong-key') });
     const session = c.open({ format: MULAW_8K });
     const error = await failure(session.ready());
     expect(error).toMatchObject({ code: 'invalid_api_key', status: 401, phase: 'connect', fallback: false });
@@ -346,7 +347,7 @@ describe('the service’s errors, coded', () => {
   });
 
   it('an auth_error message (the other way a service refuses a key) is not fallback', async () => {
-    const { c } = await setup({ authFailure: 'message' }, { apiKey: 'sk_wrong_key_7654321' });
+    const { c } = await setup({ authFailure: 'message' }, { apiKey: fakeSecret('wrong-key') });
     const error = await failure(c.open({ format: MULAW_8K }).ready());
     expect(error).toMatchObject({ code: 'auth_error', fallback: false });
     expect(canFallBackToBatch(error)).toBe(false);
@@ -473,7 +474,7 @@ describe('a socket failing mid-turn', () => {
     const probe = await FakeRealtimeStt.start();
     const url = probe.url;
     await probe.close();
-    client = new RealtimeSttClient({ baseUrl: url, apiKey: 'sk_any_key_000000' });
+    client = new RealtimeSttClient({ baseUrl: url, apiKey: fakeSecret('any-key') });
     const error = await failure(client.open({ format: MULAW_8K }).ready());
     expect(error).toMatchObject({
       code: 'connection_failed',
@@ -490,7 +491,7 @@ describe('the key', () => {
     const out = new PassThrough();
     out.on('data', (d: Buffer) => (log += d.toString()));
     const logger = createLogger('trace', out);
-    const wrongKey = 'sk_wrong_secret_5e6f7a8b9c';
+    const wrongKey = fakeSecret('wrong-key');
     const { f, c } = await setup({}, { apiKey: wrongKey, log: logger });
     const refused = await failure(c.open({ format: MULAW_8K }).ready());
     expect(refused.cause).toBeDefined();
@@ -660,7 +661,7 @@ describe('the fake speaks the real protocol: the official SDK’s realtime clien
 
   it('a wrong key: the SDK sees the handshake refused', async () => {
     const { f } = await setup();
-    const sdk = new ElevenLabsClient({ apiKey: 'sk_not_the_key_000', baseUrl: f.url, maxRetries: 0 });
+    const sdk = new ElevenLabsClient({ apiKey: fakeSecret('not-the-key'), baseUrl: f.url, maxRetries: 0 });
     const connection = await sdk.speechToText.realtime.connect({
       modelId: 'scribe_v2_realtime',
       audioFormat: AudioFormat.PCM_16000,

@@ -17,6 +17,8 @@ import {
   FakeTwilioRest,
   type TwilioFakeCall,
   type XmlElement,
+  fakeSecret,
+  fakeTwilioAccountSid,
 } from '../../testkit/fake-gateway-rest/index.js';
 import { SseReader, type SseEvent } from '../../testkit/sse.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -26,10 +28,10 @@ import { RelayApp } from '../helpers/relay-app.js';
 import { TwimlApp } from '../helpers/twiml-app.js';
 
 const ENV = {
-  TWILIO_ACCOUNT_SID: 'AC9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b',
-  TWILIO_AUTH_TOKEN: 'twilio-auth-token-2b7f4e9d1c',
-  CONTROL_TOKEN: 'control-token-e3a1c7b5d9',
-  MEDIA_STREAM_TOKEN: 'media-stream-token-8d2f6b0a',
+  TWILIO_ACCOUNT_SID: fakeTwilioAccountSid(),
+  TWILIO_AUTH_TOKEN: fakeSecret('twilio-token'),
+  CONTROL_TOKEN: fakeSecret('control-token'),
+  MEDIA_STREAM_TOKEN: fakeSecret('media-stream-token'),
 } as const;
 const SECRETS = [
   ...Object.values(ENV),

@@ -13,3 +13,5 @@ export { FakeVonageRest, badNcco, type VonageFakeCall } from './vonage.js';
 export { FakeJambonzRest, type JambonzFakeCall, type FetchedVerbs } from './jambonz.js';
 export { FakeAsteriskAri, type AsteriskFakeChannel } from './asterisk.js';
 export { FakeExotelRest } from './exotel.js';
+export { fakeGatewayCredentials, fakeTwilioAccountSid } from './credentials.js';
+export { fakeSecret } from '../secrets.js';
