@@ -8,6 +8,25 @@
  * path for a while); without one, what needs it is `not_configured` and its capability is off.
  */
 
+import type { CallControlCapabilities } from './port.js';
+
+/**
+ * What a gateway that fetches every instruction from a URL (Plivo, jambonz) can do: everything with a
+ * document host, nothing but hanging up without one.
+ */
+export function fetchedInstructionCapabilities(hosted: boolean): CallControlCapabilities {
+  return {
+    hangUp: true,
+    coldTransfer: hosted,
+    warmTransfer: hosted,
+    holdMusic: hosted,
+    summary: hosted ? ['text', 'audio'] : [],
+    sipTargets: true,
+    originate: hosted,
+    machineDetection: hosted,
+  };
+}
+
 /** One document a gateway will fetch. */
 export interface HostedDocument {
   /** `application/xml` (Plivo), `application/json` (jambonz verbs, a Vonage NCCO). */

@@ -28,7 +28,7 @@
  */
 import { required, type Credentials } from './credentials.js';
 import { notConfigured } from './errors.js';
-import type { DocumentHost } from './documents.js';
+import { fetchedInstructionCapabilities, type DocumentHost } from './documents.js';
 import type {
   CallControl,
   CallControlCapabilities,
@@ -49,6 +49,7 @@ import {
   DEFAULT_RING_SECONDS,
   HTTP_SCHEMES,
   ringSeconds,
+  withoutPlus,
   WS_SCHEMES,
 } from './targets.js';
 
@@ -57,13 +58,9 @@ const RING_MIN = 5;
 const RING_MAX = 300;
 const JSON_TYPE = 'application/json';
 
-function digits(number: string): string {
-  return number.replace(/^\+/, '');
-}
-
 function jambonzTarget(target: CallTarget): Record<string, string> {
   return target.kind === 'number'
-    ? { type: 'phone', number: digits(target.number) }
+    ? { type: 'phone', number: withoutPlus(target.number) }
     : { type: 'sip', sipUri: target.uri };
 }
 
@@ -91,17 +88,7 @@ export class JambonzCallControl implements CallControl {
     const authorization = `Bearer ${required(credentials, 'JAMBONZ_API_KEY')}`;
     this.#documents = settings.documents;
     this.#settings = settings.jambonz;
-    const hosted = this.#documents !== undefined;
-    this.capabilities = {
-      hangUp: true,
-      coldTransfer: hosted,
-      warmTransfer: hosted,
-      holdMusic: hosted,
-      summary: hosted ? ['text', 'audio'] : [],
-      sipTargets: true,
-      originate: hosted,
-      machineDetection: hosted,
-    };
+    this.capabilities = fetchedInstructionCapabilities(this.#documents !== undefined);
     this.#rest = restClientFor(settings, {
       gateway: 'jambonz',
       defaultBaseUrl: JAMBONZ_API_BASE_URL,
@@ -147,7 +134,7 @@ export class JambonzCallControl implements CallControl {
       timeout: ringSeconds(options.timeoutSeconds, DEFAULT_RING_SECONDS, RING_MIN, RING_MAX),
     };
     if (options.callerId !== undefined)
-      dial['callerId'] = digits(checkedNumber(options.callerId, 'callerId', 'jambonz', 'transfer'));
+      dial['callerId'] = withoutPlus(checkedNumber(options.callerId, 'callerId', 'jambonz', 'transfer'));
     if (options.mode === 'warm') {
       if (options.holdMusicUrl !== undefined)
         dial['dialMusic'] = checkedUrl(
@@ -188,7 +175,7 @@ export class JambonzCallControl implements CallControl {
 
   async originate(request: OriginateRequest): Promise<OriginateResult> {
     const to = checkedTarget(request.to, 'jambonz', 'originate');
-    const from = digits(checkedNumber(request.from, 'from', 'jambonz', 'originate'));
+    const from = withoutPlus(checkedNumber(request.from, 'from', 'jambonz', 'originate'));
     const url = checkedUrl(request.streamUrl, 'streamUrl', WS_SCHEMES, 'jambonz', 'originate');
     const sampleRate = this.#settings?.streamSampleRate ?? 8000;
     const listen: Record<string, unknown> = {

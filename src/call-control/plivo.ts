@@ -27,7 +27,7 @@
  */
 import { basicAuthorization, required, type Credentials } from './credentials.js';
 import { invalidRequest, notConfigured } from './errors.js';
-import type { DocumentHost } from './documents.js';
+import { fetchedInstructionCapabilities, type DocumentHost } from './documents.js';
 import { xmlElement, xmlResponse, xmlText } from './markup.js';
 import type {
   CallControl,
@@ -49,6 +49,7 @@ import {
   DEFAULT_RING_SECONDS,
   HTTP_SCHEMES,
   ringSeconds,
+  withoutPlus,
   WS_SCHEMES,
 } from './targets.js';
 
@@ -59,18 +60,13 @@ const XML = 'application/xml';
 /** What `extraHeaders` can carry: its `k=v,k=v` form has no escaping. */
 const HEADER_TEXT = /^[A-Za-z0-9_.\-+:/@]*$/;
 
-/** Plivo writes numbers with their country code and without the plus. */
-function digits(number: string): string {
-  return number.replace(/^\+/, '');
-}
-
 function address(target: CallTarget): string {
-  return target.kind === 'number' ? digits(target.number) : target.uri;
+  return target.kind === 'number' ? withoutPlus(target.number) : target.uri;
 }
 
 function dialNoun(target: CallTarget): string {
   return target.kind === 'number'
-    ? xmlText('Number', {}, digits(target.number))
+    ? xmlText('Number', {}, withoutPlus(target.number))
     : xmlText('User', {}, target.uri);
 }
 
@@ -87,17 +83,7 @@ export class PlivoCallControl implements CallControl {
     const authorization = basicAuthorization(this.#authId, required(credentials, 'PLIVO_AUTH_TOKEN'));
     this.#documents = settings.documents;
     this.#contentType = settings.plivo?.streamContentType ?? 'audio/x-mulaw;rate=8000';
-    const hosted = this.#documents !== undefined;
-    this.capabilities = {
-      hangUp: true,
-      coldTransfer: hosted,
-      warmTransfer: hosted,
-      holdMusic: hosted,
-      summary: hosted ? ['text', 'audio'] : [],
-      sipTargets: true,
-      originate: hosted,
-      machineDetection: hosted,
-    };
+    this.capabilities = fetchedInstructionCapabilities(this.#documents !== undefined);
     this.#rest = restClientFor(settings, {
       gateway: 'plivo',
       defaultBaseUrl: PLIVO_API_BASE_URL,
@@ -138,7 +124,7 @@ export class PlivoCallControl implements CallControl {
     const callerId =
       options.callerId === undefined
         ? undefined
-        : digits(checkedNumber(options.callerId, 'callerId', 'plivo', 'transfer'));
+        : withoutPlus(checkedNumber(options.callerId, 'callerId', 'plivo', 'transfer'));
     const timeout = ringSeconds(options.timeoutSeconds, DEFAULT_RING_SECONDS, RING_MIN, RING_MAX);
     let dialMusic: string | undefined;
     let confirmSound: string | undefined;
@@ -180,7 +166,7 @@ export class PlivoCallControl implements CallControl {
 
   async originate(request: OriginateRequest): Promise<OriginateResult> {
     const to = checkedTarget(request.to, 'plivo', 'originate');
-    const from = digits(checkedNumber(request.from, 'from', 'plivo', 'originate'));
+    const from = withoutPlus(checkedNumber(request.from, 'from', 'plivo', 'originate'));
     const streamUrl = checkedUrl(request.streamUrl, 'streamUrl', WS_SCHEMES, 'plivo', 'originate');
     const headers = Object.entries(request.parameters ?? {});
     for (const [name, value] of headers)

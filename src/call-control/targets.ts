@@ -79,6 +79,11 @@ export function checkedUrl(
   });
 }
 
+/** A number as Plivo and jambonz write it: its country code without the plus. */
+export function withoutPlus(number: string): string {
+  return number.replace(/^\+/, '');
+}
+
 export const HTTP_SCHEMES = ['https:', 'http:'] as const;
 export const WS_SCHEMES = ['wss:', 'ws:'] as const;
 
