@@ -144,6 +144,13 @@ const SOFTPHONE_ONLY = {
 
 /** How long the instance may take to answer POST /calls (it answers before the gateway does). */
 const ANSWER_TIMEOUT_MS = 15_000;
+/**
+ * How long `--wait` follows a call: past the longest `calls.control.answerTimeoutMs` (600 s), after
+ * which the instance itself fails the call, so only a stream that stopped saying anything reaches it.
+ */
+const FOLLOW_TIMEOUT_MS = 660_000;
+/** The longest event the stream may send (or bytes without an event's end): the instance's are < 4 KiB. */
+const MAX_EVENT_BYTES = 256 * 1024;
 
 interface Output {
   out: (text: string) => void;
@@ -184,12 +191,15 @@ async function follow(
 ): Promise<void> {
   const res = await fetch(`${plan.baseUrl}/calls/${encodeURIComponent(id)}/events?after=0`, {
     headers: { ...(headers['authorization'] ? { authorization: headers['authorization'] } : {}) },
+    signal: AbortSignal.timeout(FOLLOW_TIMEOUT_MS),
   });
   if (!res.ok || !res.body) throw new CliError(`cannot follow call ${id}: HTTP ${res.status}`);
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const chunk of res.body) {
     buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+    if (buffer.length > MAX_EVENT_BYTES)
+      throw new CliError(`call ${id}: the event stream sent ${buffer.length} bytes without an event's end`);
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
@@ -199,7 +209,12 @@ async function follow(
         .map((line) => line.slice(5).trim())
         .join('\n');
       if (data === '') continue;
-      const event = JSON.parse(data) as Record<string, unknown>;
+      let event: Record<string, unknown>;
+      try {
+        event = JSON.parse(data) as Record<string, unknown>;
+      } catch {
+        throw new CliError(`call ${id}: the event stream sent an event that is not JSON`);
+      }
       const type = event['type'];
       if (type === 'call.ringing')
         io.err(
