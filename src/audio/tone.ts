@@ -11,6 +11,7 @@
  */
 import { fftPlan, sqrtHannWindow, type FftPlan } from './fft.js';
 import { levelDbfs } from './level.js';
+import { BlockFiller } from './blocks.js';
 
 /** A block is this long (ms): 256 samples at 8 kHz, 31 Hz between bins; a beep lasts ≥ 4 of them. */
 export const TONE_BLOCK_MS = 32;
@@ -99,9 +100,14 @@ export class ToneDetector {
   private readonly minBlocks: number;
   private readonly maxDriftHz: number;
   private readonly maxDriftRatio: number;
-  /** The block being filled, and how much of it is. */
-  private readonly pending: Int16Array;
-  private filled = 0;
+  /** The audio, block by block. */
+  private readonly blocks: BlockFiller;
+  /** Tones ended by the push under way. */
+  private ended: Tone[] | undefined;
+  private readonly onBlock = (block: Int16Array): void => {
+    const tone = this.block(block);
+    if (tone) (this.ended ??= []).push(tone);
+  };
   private blockIndex = 0;
   private run: Run | undefined;
 
@@ -133,24 +139,14 @@ export class ToneDetector {
     this.lobeBins = Math.ceil((LOBE_BINS * size) / this.blockSamples);
     this.minBin = Math.max(this.lobeBins + 1, Math.ceil(minHz / this.binHz));
     this.maxBin = Math.min(size / 2 - this.lobeBins - 1, Math.floor(maxHz / this.binHz));
-    this.pending = new Int16Array(this.blockSamples);
+    this.blocks = new BlockFiller(this.blockSamples);
   }
 
   /** Tones that ended in `samples` (any length; the detector keeps what does not fill a block). */
   push(samples: Int16Array): readonly Tone[] {
-    let ended: Tone[] | undefined;
-    let at = 0;
-    while (at < samples.length) {
-      const take = Math.min(samples.length - at, this.blockSamples - this.filled);
-      this.pending.set(samples.subarray(at, at + take), this.filled);
-      this.filled += take;
-      at += take;
-      if (this.filled < this.blockSamples) break;
-      this.filled = 0;
-      const tone = this.block(this.pending);
-      if (tone) (ended ??= []).push(tone);
-    }
-    return ended ?? NO_TONES;
+    this.ended = undefined;
+    this.blocks.push(samples, this.onBlock);
+    return this.ended ?? NO_TONES;
   }
 
   /** Whether the latest block was tonal: a tone may be under way (not yet long enough to be one). */
@@ -162,7 +158,7 @@ export class ToneDetector {
   flush(): readonly Tone[] {
     const run = this.run;
     this.run = undefined;
-    this.filled = 0;
+    this.blocks.reset();
     return run && run.blocks >= this.minBlocks ? [this.toneOf(run)] : NO_TONES;
   }
 

@@ -31,6 +31,7 @@
  */
 import { TONE_BLOCK_MS, ToneDetector, type Tone } from '../audio/tone.js';
 import { EnergyGate } from './energy-gate.js';
+import { BlockFiller } from '../audio/blocks.js';
 
 export type AmdResult = 'human' | 'machine' | 'unknown';
 /**
@@ -200,8 +201,9 @@ class Detector implements AnsweringMachineDetector {
   private readonly tones: ToneDetector;
   private readonly blockSamples: number;
   private readonly blockMs: number;
-  private readonly pending: Int16Array;
-  private filled = 0;
+  /** The callee's audio, block by block (the tone detector's blocks). */
+  private readonly filler: BlockFiller;
+  private readonly onBlock = (block: Int16Array): void => this.block(block);
   private blocks = 0;
   /** The run of loud blocks under way: its length and start. */
   private runBlocks = 0;
@@ -226,7 +228,7 @@ class Detector implements AnsweringMachineDetector {
     });
     this.blockSamples = this.tones.blockSamples;
     this.blockMs = (this.blockSamples * 1000) / this.o.sampleRate;
-    this.pending = new Int16Array(this.blockSamples);
+    this.filler = new BlockFiller(this.blockSamples);
     this.gate = new EnergyGate({
       openAboveFloorDb: this.o.openAboveFloorDb,
       minLevelDbfs: this.o.minLevelDbfs,
@@ -250,16 +252,7 @@ class Detector implements AnsweringMachineDetector {
 
   push(samples: Int16Array): readonly AmdEvent[] {
     this.events = undefined;
-    let at = 0;
-    while (at < samples.length) {
-      const take = Math.min(samples.length - at, this.blockSamples - this.filled);
-      this.pending.set(samples.subarray(at, at + take), this.filled);
-      this.filled += take;
-      at += take;
-      if (this.filled < this.blockSamples) break;
-      this.filled = 0;
-      this.block(this.pending);
-    }
+    this.filler.push(samples, this.onBlock);
     const events = this.events ?? NO_EVENTS;
     this.events = undefined;
     return events;
