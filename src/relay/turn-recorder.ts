@@ -4,12 +4,12 @@
  * as it arrives (any rate, with its inbound time), it answers a turn's audio at 16 kHz (or the rate
  * asked for: a recogniser takes a phone's 8 kHz as it is).
  *
- * The bound is on the samples held, not only on their times: a gateway's timestamps are the peer's to
- * send, and audio whose times go backwards (or stand still) must not be kept for ever. A chunk that
- * claims a time before the end of the last one is placed right after it.
+ * The bound is on the samples held, not only on their times (`TimedChunks`).
  */
+import { concatInt16 } from '../audio/pcm.js';
 import { resampleWhole } from '../audio/resampler.js';
 import { MAX_SPEECH_LEAD_MS } from '../barge-in/index.js';
+import { TimedChunks } from './timed-chunks.js';
 
 /** Speech-to-text takes this rate. */
 export const TURN_SAMPLE_RATE = 16_000;
@@ -41,17 +41,8 @@ export interface TurnRecorderOptions {
   lookBackMs?: number;
 }
 
-interface Chunk {
-  readonly atMs: number;
-  readonly samples: Int16Array;
-}
-
 export class TurnRecorder {
-  private readonly chunks: Chunk[] = [];
-  /** Samples in `chunks`. */
-  private held = 0;
-  /** Where the audio pushed so far ends (ms), once some was. */
-  private endMs: number | undefined;
+  private readonly kept: TimedChunks<Int16Array>;
   private readonly rate: number;
   private readonly outputRate: number;
   private readonly preRollMs: number;
@@ -68,24 +59,24 @@ export class TurnRecorder {
     this.tailMs = options.tailMs ?? 150;
     this.maxTurnMs = options.maxTurnMs ?? 30_000;
     this.lookBackMs = options.lookBackMs ?? DEFAULT_LOOK_BACK_MS;
+    this.kept = new TimedChunks(this.rate / 1000);
+  }
+
+  /** Samples held now. */
+  get held(): number {
+    return this.kept.held;
+  }
+
+  /** Where the audio pushed so far ends (ms), once some was. */
+  get endMs(): number | undefined {
+    return this.kept.endMs;
   }
 
   /** The caller's audio, in order, with the inbound time of its first sample. */
   push(samples: Int16Array, atMs: number): void {
-    const at = this.endMs === undefined || !(atMs < this.endMs) ? atMs : this.endMs;
-    if (!Number.isFinite(at)) return;
-    this.chunks.push({ atMs: at, samples });
-    this.held += samples.length;
-    const end = at + (samples.length / this.rate) * 1000;
-    this.endMs = end;
     const keepMs =
       this.openFromMs === undefined ? this.lookBackMs : this.maxTurnMs + this.preRollMs + this.tailMs;
-    const keepSamples = (keepMs * this.rate) / 1000;
-    while (
-      this.chunks.length > 1 &&
-      (this.chunks[1]!.atMs <= end - keepMs || this.held - this.chunks[0]!.samples.length >= keepSamples)
-    )
-      this.held -= this.chunks.shift()!.samples.length;
+    this.kept.push(samples, atMs, keepMs);
   }
 
   /** Speech began at `onsetMs`: the turn's audio is kept from a little before it. */
@@ -99,20 +90,11 @@ export class TurnRecorder {
    */
   audioSince(fromMs: number): Int16Array {
     const parts: Int16Array[] = [];
-    let length = 0;
-    for (const { atMs, samples } of this.chunks) {
+    for (const { atMs, data: samples } of this.kept.chunks) {
       const first = Math.max(0, Math.round(((fromMs - atMs) * this.rate) / 1000));
-      if (first >= samples.length) continue;
-      parts.push(samples.subarray(first));
-      length += samples.length - first;
+      if (first < samples.length) parts.push(samples.subarray(first));
     }
-    const joined = new Int16Array(length);
-    let at = 0;
-    for (const p of parts) {
-      joined.set(p, at);
-      at += p.length;
-    }
-    return joined;
+    return concatInt16(parts);
   }
 
   /** The turn ended: its audio at the output rate (with the tail that has arrived), and the recorder resets. */
@@ -133,22 +115,15 @@ export class TurnRecorder {
     const toMs = turn.endMs + this.tailMs;
     this.openFromMs = undefined;
     const parts: Int16Array[] = [];
-    let length = 0;
     let firstMs: number | undefined;
-    for (const { atMs, samples } of this.chunks) {
+    for (const { atMs, data: samples } of this.kept.chunks) {
       const first = Math.max(0, Math.round(((fromMs - atMs) * this.rate) / 1000));
       const last = Math.min(samples.length, Math.round(((toMs - atMs) * this.rate) / 1000));
       if (last <= first) continue;
       firstMs ??= atMs + (first / this.rate) * 1000;
       parts.push(samples.subarray(first, last));
-      length += last - first;
     }
-    const joined = new Int16Array(length);
-    let at = 0;
-    for (const p of parts) {
-      joined.set(p, at);
-      at += p.length;
-    }
+    const joined = concatInt16(parts);
     const samples =
       this.rate === this.outputRate ? joined : resampleWhole(joined, this.rate, this.outputRate);
     return { samples, fromMs: firstMs ?? fromMs };
