@@ -35,6 +35,11 @@ export interface MenuGrammar {
   readonly jsgf: string;
   /** The key a recognised text means, and the digits it spoke, if any (undefined: neither). */
   interpret(text: string): { key: string | undefined; digits: string | undefined };
+  /**
+   * How many of a recognised text's words are carriers ("I'd like to", "please") before and after
+   * its answer; undefined when it is no answer of this grammar.
+   */
+  carrierWords(text: string): { before: number; after: number } | undefined;
 }
 
 /** A grammar that cannot be made: `choice` (its key) and `word` say where, when it is about a word. */
@@ -204,13 +209,10 @@ class CompiledMenuGrammar implements MenuGrammar {
   }
 
   interpret(text: string): { key: string | undefined; digits: string | undefined } {
-    if (typeof text !== 'string' || text.length > GRAMMAR_LIMITS.interpretChars)
-      return { key: undefined, digits: undefined };
-    const words = textWords(text).map((w) => w.word);
-    if (words.length === 0) return { key: undefined, digits: undefined };
-    const spoken = `${words.join(' ')} `;
+    const spoken = this.spoken(text);
+    if (spoken === undefined) return { key: undefined, digits: undefined };
     const key = this.choices.find((c) => c.pattern.test(spoken))?.key;
-    const said = this.digitsPattern?.exec(spoken)?.[1];
+    const said = this.digitsPattern?.exec(spoken)?.[2];
     const digits = said
       ?.trim()
       .split(' ')
@@ -218,6 +220,28 @@ class CompiledMenuGrammar implements MenuGrammar {
       .join('');
     return { key, digits };
   }
+
+  carrierWords(text: string): { before: number; after: number } | undefined {
+    const spoken = this.spoken(text);
+    if (spoken === undefined) return undefined;
+    for (const pattern of [...this.choices.map((c) => c.pattern), this.digitsPattern]) {
+      const match = pattern?.exec(spoken);
+      if (match) return { before: wordCount(match[1]!), after: wordCount(match[match.length - 1]!) };
+    }
+    return undefined;
+  }
+
+  /** The text's words, each followed by a space, as the patterns read them. */
+  private spoken(text: string): string | undefined {
+    if (typeof text !== 'string' || text.length > GRAMMAR_LIMITS.interpretChars) return undefined;
+    const words = textWords(text).map((w) => w.word);
+    return words.length === 0 ? undefined : `${words.join(' ')} `;
+  }
+}
+
+/** Words in a run of the patterns' "word " units. */
+function wordCount(run: string): number {
+  return run === '' ? 0 : run.trim().split(' ').length;
 }
 
 interface Made {
@@ -328,12 +352,13 @@ export function menuGrammar(choices: readonly MenuChoice[], options: MenuGrammar
     ? `${group(HESITATIONS)}?(?:${group(WANTS)}(?:to )?${group(VERBS)}?|${group(VERBS)})?`
     : '';
   const suffix = carriers ? `${group(CARRIERS_AFTER)}?` : '';
+  // The carriers before and after are the first and last groups.
   const compiled = parsed.map((c) => ({
     key: c.key,
-    pattern: new RegExp(`^${prefix}${group(c.phrases)}${suffix}$`),
+    pattern: new RegExp(`^(${prefix})${group(c.phrases)}(${suffix})$`),
   }));
   const digitsPattern =
-    maxDigits > 0 ? new RegExp(`^${prefix}(${group(digitWords)}{1,${maxDigits}})${suffix}$`) : undefined;
+    maxDigits > 0 ? new RegExp(`^(${prefix})(${group(digitWords)}{1,${maxDigits}})(${suffix})$`) : undefined;
   const grammar = new CompiledMenuGrammar(jsgf, compiled, digitsPattern);
   made.set(grammar, {
     choices: parsed.map((c) => ({ key: c.key, phrases: c.phrases })),

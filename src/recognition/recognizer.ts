@@ -4,12 +4,13 @@
  *
  * `recognize` decodes a caller's turn with a menu grammar (grammar.ts) and says which choice it was,
  * if sure enough (`minConfidence`, confidence.ts): speech the grammar does not hold is a no-match, not
- * whichever choice it sounds least unlike. It takes two passes when the first found an answer that may
- * pass: the second decodes the same audio with the menu less that answer (`competitorGrammar`), as an
- * urgent job, and how far the first path's score is ahead of the second's is the answer's margin over
- * its nearest rival. The price is CPU: two passes cost about twice one (bench/menus.ts, turns of ~2 s:
- * 100 ms p50, 150–170 ms p95 on one thread of a 2-core machine), and a first pass that cannot pass
- * skips the second.
+ * whichever choice it sounds least unlike. Part of that confidence is the answer's margin over its
+ * nearest rival, which takes a second pass: the same audio decoded with the menu less that answer
+ * (`competitorGrammar`), as an urgent job. A pass costs the same as the first (about 25 ms of CPU a
+ * second of audio), so the second is taken only when the margin decides: not when the first pass's
+ * answer fails even with the widest margin, nor when it passes even with the narrowest (bench/menus.ts
+ * at 20 dB: a second pass for a third of the recognitions, where it was two thirds before the
+ * confidence was refitted).
  *
  * `align` times the words of a text that was spoken (a segment whose speech service sent no
  * character timings), so what a listener heard up to a barge-in can be cut at a word.
@@ -29,7 +30,7 @@ import {
 } from '../async/worker-pool.js';
 import { compiledModule } from '../paths.js';
 import { alignedWords, alignmentPlan, type AlignedWord, type RecognizedWord } from './alignment.js';
-import { confidence, MARGIN_MAX } from './confidence.js';
+import { carrierShare, confidence, MARGIN_MAX, MARGIN_MIN } from './confidence.js';
 import { competitorGrammar, type MenuGrammar } from './grammar.js';
 import {
   CANCEL_SLOT,
@@ -55,10 +56,10 @@ export interface Recognition {
 }
 
 /**
- * The confidence below which an answer is a no-match. On the menu benchmark (bench/menus.ts) at 20 dB
- * SNR: 93 % of answers to the right branch, 1.9 % to a wrong one, 83 % of sentences outside the menu
- * refused (no noise: 94 / 1.1 / 82; 10 dB: 73 / 3.9 / 82). 0.4 takes 1 % more answers and 4 % more of
- * the sentences outside; 0.7, 4 % fewer answers and 6 % fewer of those.
+ * The confidence below which an answer is a no-match: the regression's threshold (confidence.ts). On
+ * the menu benchmark (bench/menus.ts) at 20 dB SNR: 95.6 % of answers to the right branch, 1.9 % to a
+ * wrong one, 82 % of sentences outside the menu refused (no noise: 96.1 / 0.8 / 82; 10 dB: 80.8 / 6.4 /
+ * 83). Lower takes more answers and more of the sentences outside; higher, fewer of both.
  */
 export const DEFAULT_MIN_CONFIDENCE = 0.5;
 
@@ -96,6 +97,11 @@ export interface RecognizerOptions {
   workers?: number;
   logger?: Logger;
   minConfidence?: number;
+  /**
+   * Takes the second pass whenever there is an answer, so that `confidence` is exact rather than a
+   * bound where the answer was decided without it (benchmarks sweep thresholds over it); default false.
+   */
+  exactConfidence?: boolean;
 }
 
 interface Job extends WorkerJob<ToRecognitionWorker, FromRecognitionWorker> {
@@ -109,6 +115,7 @@ export class Recognizer {
     private readonly pool: WorkerPool<ToRecognitionWorker, FromRecognitionWorker>,
     private readonly cancels: readonly Int32Array[],
     private readonly minConfidence: number,
+    private readonly exactConfidence: boolean,
   ) {}
 
   /** Starts the threads and waits until each has its model loaded. */
@@ -127,7 +134,7 @@ export class Recognizer {
       maxQueuedJobs: RECOGNITION_LIMITS.queuedJobs,
       logger: options.logger,
     });
-    return new Recognizer(pool, cancels, minConfidence);
+    return new Recognizer(pool, cancels, minConfidence, options.exactConfidence ?? false);
   }
 
   /** Which choice of `grammar` the caller's `samples` (mono, `sampleRate`) said, if any. */
@@ -152,12 +159,23 @@ export class Recognizer {
       words: [],
       cpuMs,
     });
+    const carriers = carrierShare(first.words, grammar.carrierWords(text));
+    const best = confidence(first.fit, MARGIN_MAX, carriers);
     // Not even the widest margin would make it: no second pass.
-    if (
-      (answer.key === undefined && answer.digits === undefined) ||
-      confidence(first.fit, MARGIN_MAX) < this.minConfidence
-    )
-      return noMatch(confidence(first.fit, MARGIN_MAX), first.cpuMs);
+    if ((answer.key === undefined && answer.digits === undefined) || best < this.minConfidence)
+      return noMatch(best, first.cpuMs);
+    const found = (sure: number, cpuMs: number): Recognition => ({
+      text,
+      key: answer.key,
+      digits: answer.digits,
+      confidence: sure,
+      words: first.words,
+      cpuMs,
+    });
+    // Nor when the narrowest would not stop it: the answer stands whatever its rival (its confidence
+    // is at least this).
+    const worst = confidence(first.fit, MARGIN_MIN, carriers);
+    if (worst >= this.minConfidence && !this.exactConfidence) return found(worst, first.cpuMs);
     const competitor = competitorGrammar(grammar, answer);
     let margin = MARGIN_MAX;
     let cpuMs = first.cpuMs;
@@ -168,9 +186,8 @@ export class Recognizer {
       if (first.scorePerFrame !== undefined && second.scorePerFrame !== undefined)
         margin = first.scorePerFrame - second.scorePerFrame;
     }
-    const sure = confidence(first.fit, margin);
-    if (sure < this.minConfidence) return noMatch(sure, cpuMs);
-    return { text, key: answer.key, digits: answer.digits, confidence: sure, words: first.words, cpuMs };
+    const sure = confidence(first.fit, margin, carriers);
+    return sure < this.minConfidence ? noMatch(sure, cpuMs) : found(sure, cpuMs);
   }
 
   /**

@@ -41,6 +41,22 @@ describe('menuGrammar', () => {
     expect(menu.interpret('check my account balance')).toEqual({ key: 'balance', digits: undefined });
   });
 
+  it("counts an answer's carrier words before and after it, for the confidence", () => {
+    expect(menu.carrierWords("Um, I'd like to talk to billing, please.")).toEqual({ before: 6, after: 1 });
+    expect(menu.carrierWords('check my account balance')).toEqual({ before: 1, after: 0 });
+    expect(menu.carrierWords('when are you open thank you')).toEqual({ before: 0, after: 2 });
+    expect(menu.carrierWords('billing')).toEqual({ before: 0, after: 0 });
+    for (const text of ['', 'please', 'billing support', 'the weather is nice'])
+      expect(menu.carrierWords(text)).toBeUndefined();
+    const keys = menuGrammar([], { maxDigits: 3 });
+    expect(keys.carrierWords('i need four one five please')).toEqual({ before: 2, after: 1 });
+    expect(keys.interpret('i need four one five please')).toEqual({ key: undefined, digits: '415' });
+    expect(menuGrammar(MENU, { carriers: false }).carrierWords('my account balance')).toEqual({
+      before: 0,
+      after: 0,
+    });
+  });
+
   it('reads nothing from text the grammar cannot produce', () => {
     for (const text of [
       '',
@@ -210,6 +226,7 @@ describe('competitorGrammar', () => {
       id: 'x',
       jsgf: one.jsgf,
       interpret: () => ({ key: 'a', digits: undefined }),
+      carrierWords: () => ({ before: 0, after: 0 }),
     };
     expect(competitorGrammar(foreign, { key: 'a', digits: undefined })).toBeUndefined();
   });
