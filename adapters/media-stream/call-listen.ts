@@ -60,6 +60,7 @@ class Listening implements FlowListening {
 
   constructor(
     readonly grammar: MenuGrammar,
+    readonly minConfidence: number | undefined,
     inboundRate: number,
     private readonly onClose: (listening: Listening) => void,
   ) {
@@ -118,10 +119,13 @@ export class CallListener {
     return this.current !== undefined;
   }
 
-  /** Listens for the caller's next turn; a listening still open is closed first. */
-  listen(grammar: MenuGrammar, signal: AbortSignal): FlowListening {
+  /**
+   * Listens for the caller's next turn; a listening still open is closed first. `minConfidence` is
+   * what its answer will be held to (the recogniser's second pass is taken only when that decides).
+   */
+  listen(grammar: MenuGrammar, signal: AbortSignal, minConfidence?: number): FlowListening {
     this.current?.close();
-    const listening = new Listening(grammar, this.options.inboundRate, (l) => {
+    const listening = new Listening(grammar, minConfidence, this.options.inboundRate, (l) => {
       if (this.current === l) this.current = undefined;
     });
     if (signal.aborted) {
@@ -185,7 +189,10 @@ export class CallListener {
       return;
     }
     this.options.recognizer
-      .recognize(samples, l.sampleRate, l.grammar, { signal: l.signal })
+      .recognize(samples, l.sampleRate, l.grammar, {
+        signal: l.signal,
+        ...(l.minConfidence !== undefined ? { threshold: l.minConfidence } : {}),
+      })
       .then(done, (error: unknown) => {
         if (l.signal.aborted) return;
         this.options.log.warn(

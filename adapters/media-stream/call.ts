@@ -477,7 +477,8 @@ export class Call extends EventEmitter<CallEvents> {
           hangup: (handoffData) => this.hangup(handoffData),
           transfer: (request, signal) => this.transferForFlow(request, signal),
           relay: (spec, signal) => this.runRelay(spec, signal),
-          listen: listener && ((grammar, signal) => listener.listen(grammar, signal)),
+          listen:
+            listener && ((grammar, signal, minConfidence) => listener.listen(grammar, signal, minConfidence)),
           detectMachine: amd && ((timeoutMs, signal) => amd.waitForDecision(timeoutMs, signal)),
           greetingEnd: amd && ((maxWaitMs, signal) => amd.waitForGreetingEnd(maxWaitMs, signal)),
         },

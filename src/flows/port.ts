@@ -124,9 +124,11 @@ export interface FlowCall {
   nextDigit(timeoutMs: number, signal: AbortSignal): Promise<string | undefined>;
   /**
    * Listens for the caller's next spoken turn and recognises it against `grammar`, until closed or
-   * `signal` aborts. Undefined where the call cannot hear turns (no VAD, barge-in off).
+   * `signal` aborts; `minConfidence` is what the answer will be held to (the recogniser decodes a
+   * second time only when that decides). Undefined where the call cannot hear turns (no VAD, barge-in
+   * off).
    */
-  listen?: ((grammar: MenuGrammar, signal: AbortSignal) => FlowListening) | undefined;
+  listen?: ((grammar: MenuGrammar, signal: AbortSignal, minConfidence: number) => FlowListening) | undefined;
   /** Hangs up (at the gateway, where it can); `handoffData` (from a relay's `end`) goes with the call's end. */
   hangup(handoffData?: string): Promise<void>;
   /**

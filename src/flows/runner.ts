@@ -235,7 +235,7 @@ export async function runFlow(flow: Flow, call: FlowCall, options: RunFlowOption
     const scoped = AbortSignal.any([signal, scope.signal]);
     let listening: FlowListening | undefined;
     const listen = (): FlowListening | undefined =>
-      grammar === undefined || digits !== '' ? undefined : call.listen?.(grammar, scoped);
+      grammar === undefined || digits !== '' ? undefined : call.listen?.(grammar, scoped, node.minConfidence);
     try {
       if (node.bargeIn) listening = listen();
       let firstWaitMs = node.timeoutMs;

@@ -137,45 +137,39 @@ export class Recognizer {
     return new Recognizer(pool, cancels, minConfidence, options.exactConfidence ?? false);
   }
 
-  /** Which choice of `grammar` the caller's `samples` (mono, `sampleRate`) said, if any. */
+  /**
+   * Which choice of `grammar` the caller's `samples` (mono, `sampleRate`) said, if any. `threshold` is
+   * the confidence the answer will be held to (a gather's `minConfidence`; default the recogniser's
+   * own): the second pass is taken only when it could carry the confidence across it, and otherwise
+   * the confidence reported is the bound on its side (at least that, or at most that).
+   */
   async recognize(
     samples: Int16Array,
     sampleRate: number,
     grammar: MenuGrammar,
-    options: { signal?: AbortSignal } = {},
+    options: { signal?: AbortSignal; threshold?: number } = {},
   ): Promise<Recognition> {
     checkAudio(samples, sampleRate, RECOGNITION_LIMITS.recognizeSeconds);
+    const threshold = options.threshold ?? this.minConfidence;
     const deadline = performance.now() + RECOGNITION_LIMITS.recognizeTimeoutMs;
     // Kept for a second pass: the first's copy is handed to its thread.
     const kept = samples.slice();
     const first = await this.decode(grammar, kept.slice(), sampleRate, deadline, false, options.signal);
     const text = first.words.map((w) => w.word).join(' ');
     const answer = grammar.interpret(text);
-    const noMatch = (confidence: number, cpuMs: number): Recognition => ({
-      text: '',
-      key: undefined,
-      digits: undefined,
-      confidence,
-      words: [],
-      cpuMs,
-    });
+    const result = (sure: number, cpuMs: number): Recognition =>
+      sure >= this.minConfidence && (answer.key !== undefined || answer.digits !== undefined)
+        ? { text, key: answer.key, digits: answer.digits, confidence: sure, words: first.words, cpuMs }
+        : { text: '', key: undefined, digits: undefined, confidence: sure, words: [], cpuMs };
     const carriers = carrierShare(first.words, grammar.carrierWords(text));
     const best = confidence(first.fit, MARGIN_MAX, carriers);
-    // Not even the widest margin would make it: no second pass.
-    if ((answer.key === undefined && answer.digits === undefined) || best < this.minConfidence)
-      return noMatch(best, first.cpuMs);
-    const found = (sure: number, cpuMs: number): Recognition => ({
-      text,
-      key: answer.key,
-      digits: answer.digits,
-      confidence: sure,
-      words: first.words,
-      cpuMs,
-    });
-    // Nor when the narrowest would not stop it: the answer stands whatever its rival (its confidence
-    // is at least this).
-    const worst = confidence(first.fit, MARGIN_MIN, carriers);
-    if (worst >= this.minConfidence && !this.exactConfidence) return found(worst, first.cpuMs);
+    if (answer.key === undefined && answer.digits === undefined) return result(best, first.cpuMs);
+    if (!this.exactConfidence) {
+      // Not even the widest margin would make it, or the narrowest would not stop it: no second pass.
+      if (best < threshold) return result(best, first.cpuMs);
+      const worst = confidence(first.fit, MARGIN_MIN, carriers);
+      if (worst >= threshold) return result(worst, first.cpuMs);
+    }
     const competitor = competitorGrammar(grammar, answer);
     let margin = MARGIN_MAX;
     let cpuMs = first.cpuMs;
@@ -186,8 +180,7 @@ export class Recognizer {
       if (first.scorePerFrame !== undefined && second.scorePerFrame !== undefined)
         margin = first.scorePerFrame - second.scorePerFrame;
     }
-    const sure = confidence(first.fit, margin, carriers);
-    return sure < this.minConfidence ? noMatch(sure, cpuMs) : found(sure, cpuMs);
+    return result(confidence(first.fit, margin, carriers), cpuMs);
   }
 
   /**

@@ -38,9 +38,16 @@ const RECOGNITION_MS = 40;
 class ListeningCall implements FlowCall {
   readonly id = 'call-1';
   readonly said: Array<{ text: string; at: number; status: FlowSayResult['status'] }> = [];
-  readonly listens: Array<{ grammar: MenuGrammar; at: number; closedAt?: number; answered?: boolean }> = [];
+  readonly listens: Array<{
+    grammar: MenuGrammar;
+    minConfidence: number;
+    at: number;
+    closedAt?: number;
+    answered?: boolean;
+  }> = [];
   hungUpAt: number | undefined;
-  listen: FlowCall['listen'] = (grammar, signal) => this.startListening(grammar, signal);
+  listen: FlowCall['listen'] = (grammar, signal, minConfidence) =>
+    this.startListening(grammar, signal, minConfidence);
 
   constructor(
     private readonly clock: FakeClock,
@@ -80,8 +87,8 @@ class ListeningCall implements FlowCall {
     this.hungUpAt = this.clock.now();
   }
 
-  private startListening(grammar: MenuGrammar, signal: AbortSignal): FlowListening {
-    const record: (typeof this.listens)[number] = { grammar, at: this.clock.now() };
+  private startListening(grammar: MenuGrammar, signal: AbortSignal, minConfidence: number): FlowListening {
+    const record: (typeof this.listens)[number] = { grammar, minConfidence, at: this.clock.now() };
     this.listens.push(record);
     const turn = this.turns.find((t) => t.onsetAt >= record.at);
     const closed = new AbortController();
@@ -178,6 +185,8 @@ describe('a gather that hears speech', () => {
     expect(call.listens).toHaveLength(1);
     expect(call.listens[0]!.at).toBe(0);
     expect(call.listens[0]!.grammar).toBe(grammars!.get('menu'));
+    // What the answer is held to goes with it: the recogniser's second pass is taken only if that decides.
+    expect(call.listens[0]!.minConfidence).toBe(0.5);
     expect(call.listens[0]!.answered).toBe(true);
     expect(gathers).toEqual([
       {

@@ -57,8 +57,21 @@ function speak(listener: CallListener, u: TestUtterance, atMs: number): ReturnTy
   return turn;
 }
 
+/** The thresholds the listener asked the recogniser to decide at, in order. */
+const thresholds: Array<number | undefined> = [];
+
 function listener(now?: () => number): CallListener {
-  return new CallListener({ recognizer, inboundRate: RATE, log: pino({ level: 'silent' }), now });
+  return new CallListener({
+    recognizer: {
+      recognize: (samples, sampleRate, g, options) => {
+        thresholds.push(options?.threshold);
+        return recognizer.recognize(samples, sampleRate, g, options);
+      },
+    },
+    inboundRate: RATE,
+    log: pino({ level: 'silent' }),
+    now,
+  });
 }
 
 /** The turn the VAD would report for the utterance placed at `atMs`: its speech, then 700 ms of quiet. */
@@ -72,7 +85,9 @@ describe('CallListener', () => {
   it('recognises the turn begun after it was armed, from before its onset, with words on the inbound timeline', async () => {
     const clock = { ms: 0 };
     const l = listener(() => clock.ms);
-    const listening = l.listen(grammar, new AbortController().signal);
+    thresholds.length = 0;
+    // At the gather's minConfidence, as a flow listens.
+    const listening = l.listen(grammar, new AbortController().signal, 0.5);
     expect(l.listening).toBe(true);
     const at = 5000;
     const turn = turnOf(support, at);
@@ -88,6 +103,8 @@ describe('CallListener', () => {
     const heard = await listening.heard;
     expect(heard).toMatchObject({ key: '2', text: 'support please' });
     expect(heard.confidence).toBeGreaterThan(0.5);
+    // The recogniser was told what the answer is held to (its second pass is taken only if that decides).
+    expect(thresholds).toEqual([0.5]);
     expect(listening.busy).toBe(false);
     expect(l.listening).toBe(false);
     // The first word starts within the speech, not in the pre-roll; on the call's inbound timeline.
