@@ -258,7 +258,7 @@ export class EchoEstimator {
       // whose path is still unknown, the bot at its loudest again, which costs a tenth as much; and so
       // on a clean line, where the detector heeds no verdict (Silero judges it as a silent line).
       if (this.status.playedCells <= BOUND_CELLS && !this.status.wasClean(found))
-        this.verdict.predictBounded(this.inBands, this.history, this.bound, gain, this.noise.bands);
+        this.verdict.predictBounded(this.inBands, this.history, this.bound, gain);
       else this.verdict.predictUnknown(this.history, gain);
     } else {
       const searching = this.search.searching;

@@ -1,15 +1,14 @@
 /**
  * What the echo could be, before its path is known. The echo at the path's lag is never louder than
  * what the line held while the bot played (echo, noise and the caller together), so per lag and band
- * the least ratio of the line's band power (less its noise, `LINE_SHARE`) to the reference's there
- * bounds the path's gain at that lag; at a wrong lag the ratio soon falls wherever the bot was loud
- * there and the line was not. The echo a cell may hold is then the loudest, over every lag, of that
- * bound times the reference around the lag, capped by a hybrid's worst loss: on a line whose echo is
- * soft, or absent, it is far under the bot at its loudest (the rule before this part), and a short
- * "Hello?" over a call's first words stands over it. Figures: docs/calls.md, _Before the path is known_.
+ * the least ratio of the line's band power to the reference's there bounds the path's gain at that
+ * lag; at a wrong lag the ratio soon falls wherever the bot was loud there and the line was not. The
+ * echo a cell may hold is then the loudest, over every lag, of that bound times the reference around
+ * the lag, capped by a hybrid's worst loss: on a line whose echo is soft, or absent, it is far under
+ * the bot at its loudest (the rule before this part), and a short "Hello?" over a call's first words
+ * stands over it. Figures: docs/calls.md, _Before the path is known_.
  */
 import { BANDS, UNKNOWN_LAGS } from './cells.js';
-import { NOISE_BIAS } from './noise-floor.js';
 import type { ReferenceHistory } from './reference-history.js';
 
 /**
@@ -29,16 +28,6 @@ const MARGIN = 10 ** (6 / 10);
  * reference has them.
  */
 const SPREAD = 5;
-/**
- * The line's mean noise (its floor times the floor's bias) is taken off before the ratio, but at least
- * this share of the line is kept (−6 dB): on a noisy line the least ratio at a wrong lag was the
- * noise's, and the bound learnt the noise with the echo. This lowers every wrong lag's bound there by
- * up to these 6 dB; at the path's lag an echo well over the noise is learnt as before, and where a
- * cell's noise dipped the lag may learn up to this share under its echo, which `MARGIN` mostly puts
- * back. A tenth (−10 dB) cut three times as many calls on the echo alone; taking off only the floor,
- * half the mean noise, caught later (docs/calls.md, _Before the path is known_).
- */
-const LINE_SHARE = 10 ** (-6 / 10);
 /** Cells heard at a lag and band before its bound counts (32 ms of the bot playing there). */
 const MIN_CELLS = 4;
 /** Lags with the spread either side, for the sliding maximum. */
@@ -78,13 +67,7 @@ export class EchoBound {
    * reference at its loudest around the lag. Taken reference cell by reference cell (each times the
    * largest gain of the lags around it), which is the same maximum over the same products.
    */
-  next(
-    inBands: Float64Array,
-    history: ReferenceHistory,
-    gain: number,
-    out: Float64Array,
-    noiseFloor?: Float64Array,
-  ): void {
+  next(inBands: Float64Array, history: ReferenceHistory, gain: number, out: Float64Array): void {
     const { least, cells, ref, played, around, stale } = this;
     if (gain !== this.cap) {
       this.cap = gain;
@@ -95,10 +78,7 @@ export class EchoBound {
     for (let b = 0; b < BANDS; b++) {
       const r0 = b * READ;
       const base = b * UNKNOWN_LAGS;
-      // The line less its mean noise, but at least `LINE_SHARE` of it.
-      const all = inBands[b]!;
-      const less = noiseFloor ? all - noiseFloor[b]! * NOISE_BIAS : all;
-      const line = less > all * LINE_SHARE ? less : all * LINE_SHARE;
+      const line = inBands[b]!;
       // Learn: against the least of the reference cells either side of the lag (the echo of a cell
       // spans parts of them when the delay falls between two), where the bot played.
       for (let lag = 0; lag < UNKNOWN_LAGS; lag++) {

@@ -121,17 +121,11 @@ export class Verdict {
    * The cell's echo with no delay known, as `bound` has it once it has learnt the cell (`inBands`):
    * at most `gain` under the reference.
    */
-  predictBounded(
-    inBands: Float64Array,
-    history: ReferenceHistory,
-    bound: EchoBound,
-    gain: number,
-    noiseFloor: Float64Array,
-  ): void {
+  predictBounded(inBands: Float64Array, history: ReferenceHistory, bound: EchoBound, gain: number): void {
     this.known = false;
     this.bounded = true;
     this.cancellation = undefined;
-    bound.next(inBands, history, gain, this.echo, noiseFloor);
+    bound.next(inBands, history, gain, this.echo);
   }
 
   /**
