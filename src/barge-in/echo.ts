@@ -7,7 +7,7 @@
  *
  * - **Delay** (echo/delay-tracker.ts): the caller's bits (echo/inbound-bits.ts) against the
  *   reference's at every lag; a lag clearly better than the others, held for a while, is the delay.
- *   At each reply's start the echo is looked for within ±40 ms of it, and the delay follows the
+ *   At each reply's start the echo is looked for within ±64 ms of it, and the delay follows the
  *   reply's own best match there (echo/wide-search.ts).
  * - **Loss** (echo/loss-tracker.ts): per band, the running median of the caller's audio over the
  *   reference at the delay, in dB.
@@ -221,12 +221,17 @@ export class EchoEstimator {
    * lasts, or a gap holds, the loss is left alone; otherwise it and what the canceller leaves follow.
    */
   private trackLoss(delay: number): void {
-    if (!this.history.played(delay)) {
-      this.search.quiet();
+    // A reply starts where the bot plays after a quiet at the soonest lag a reply placed early may
+    // show at: its echo can come up to `START_SLOP_CELLS` before the reference at the delay plays.
+    if (!this.history.played(Math.max(0, delay - START_SLOP_CELLS))) this.search.quiet();
+    else if (this.search.plays()) this.widen(delay - START_SLOP_CELLS, delay + START_SLOP_CELLS);
+    if (!this.history.played(delay)) return;
+    if (this.search.hold()) {
+      // The loss is left alone, but what the canceller leaves of this reply's echo is followed from
+      // its first cells: a reply placed afresh a part of a cell off leaves the canceller off the path.
+      this.cancellation.track(this.callerBefore, this.inBands, this.noise.bands);
       return;
     }
-    if (this.search.plays()) this.widen(delay - START_SLOP_CELLS, delay + START_SLOP_CELLS);
-    if (this.search.hold()) return;
     this.delay.settle();
     this.loss.countCell();
     // A gap in the far end's playout says nothing of the echo's loss (until it lasts too long for one).

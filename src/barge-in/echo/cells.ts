@@ -26,16 +26,24 @@ export const SLOP_CELLS = 2;
  * (docs/calls.md, _The echo path_).
  */
 export const LOSS_SLOP_CELLS = 1;
-/** At a reply's start, the echo is looked for within this many cells of the delay (wide-search.ts). */
-export const START_SLOP_CELLS = 5;
+/**
+ * At a reply's start, the echo is looked for within this many cells of the delay (wide-search.ts): ±64
+ * ms. Each reply is placed afresh, some tens of ms from where the path is, and so was the last one: the
+ * two can be 60 ms apart (at ±40 ms, replies placed ±30 ms off on near-silent lines were still cut
+ * where the two were 45–56 ms apart; docs/calls.md, _A reply's placement_).
+ */
+export const START_SLOP_CELLS = 8;
 /** A gap in the far end's playout is looked for up to this many cells past the delay (playout-gaps.ts). */
 export const MAX_GAP_CELLS = 30;
 /** Lags the realign may span: a reply's start (±`START_SLOP_CELLS`), or a gap and the slop around it. */
 export const WIDE_LAGS = Math.max(2 * START_SLOP_CELLS, 2 * SLOP_CELLS + MAX_GAP_CELLS) + 1;
 /** Reference cells kept: every lag, and the wide slop beyond. */
 export const HISTORY = LAGS + WIDE_LAGS;
-/** With no delay known, the echo is taken at its loudest over these lags (every lag, and a reply's slop). */
-export const UNKNOWN_LAGS = LAGS + START_SLOP_CELLS;
+/**
+ * With no delay known, the echo is taken at its loudest over these lags: every lag, and 40 ms beyond
+ * (a reply's slop as it was when the bound of a call's first seconds, echo-bound.ts, was measured).
+ */
+export const UNKNOWN_LAGS = LAGS + 5;
 /** Running means of the bit thresholds and of the line's level: weight on the newest active cell. */
 export const MEAN_ALPHA = 0.02;
 

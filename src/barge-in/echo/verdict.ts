@@ -155,11 +155,10 @@ export class Verdict {
       if (inBands[b]! > line[b]! * margin + noise) over++;
       else if (cancellation) {
         // What the canceller leaves: over what it leaves of the echo, the caller's audio being over
-        // the echo predicted for it.
-        if (
-          inBands[b]! > line[b]! * RAW_MARGIN + noise &&
-          cancellation.bands[b]! > residualEcho[b]! * ECHO_MARGIN + noise
-        )
+        // the echo predicted for it. A residual louder than the caller's audio is the canceller's
+        // own error (off the path: a reply placed a part of a cell off), not the caller.
+        const residual = Math.min(cancellation.bands[b]!, inBands[b]!);
+        if (inBands[b]! > line[b]! * RAW_MARGIN + noise && residual > residualEcho[b]! * ECHO_MARGIN + noise)
           over++;
       }
     }

@@ -24,7 +24,7 @@ const REALIGN_CELLS = 20;
 /**
  * At a reply's start, cells summed before the search decides (240 ms of the echo): its first syllables
  * match neighbouring lags about as well, and after 20 cells the search kept a delay up to 3 cells off
- * on near-silent lines, whose echo then passed for the caller (docs/calls.md, _Still open_).
+ * on near-silent lines, whose echo then passed for the caller (docs/calls.md, _A reply's placement_).
  */
 export const START_REALIGN_CELLS = 30;
 /**

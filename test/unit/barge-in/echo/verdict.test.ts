@@ -1,5 +1,6 @@
 /** The verdict alone: a cell's and a window's energy against the echo predicted and the noise. */
 import { describe, expect, it } from 'vitest';
+import type { Cancellation } from '../../../../src/barge-in/echo/cancellation.js';
 import { BANDS } from '../../../../src/barge-in/echo/cells.js';
 import { LossTracker } from '../../../../src/barge-in/echo/loss-tracker.js';
 import { ReferenceHistory } from '../../../../src/barge-in/echo/reference-history.js';
@@ -70,6 +71,27 @@ describe('verdict', () => {
     for (let cell = 0; cell < 4; cell++) judgeKnown(verdict, history, line(4.5, 3));
     expect(verdict.judgeWindow(true)).toBe(HOLDS_ECHO);
     expect(verdict.judgeWindow(false)).toBe(HOLDS_ECHO | HOLDS_CALLER);
+  });
+
+  it('takes what the canceller leaves over its residual echo for the caller, but not a residual louder than the line', () => {
+    const verdict = new Verdict();
+    const history = playing();
+    /** A canceller whose residual is `residual` in every band, leaving `left` of the echo. */
+    const canceller = (residual: Float64Array, left: number): Cancellation =>
+      ({ bands: residual, left: () => left }) as unknown as Cancellation;
+    const judge = (inBands: Float64Array, c: Cancellation): number => {
+      verdict.predict(history, new LossTracker(), 8, 12, c);
+      return verdict.judgeCell(inBands, FLOOR, NOISE_TOTAL);
+    };
+    // The caller 4 dB over the echo in two bands, under the 8 dB margin.
+    const talk = line(2.5, 2);
+    // A canceller on the path takes the echo out (it leaves 1 % of it): the caller stands over that.
+    const residual = level(BOT * 0.01);
+    residual[0] = residual[1] = BOT * 1.5;
+    expect(judge(talk, canceller(residual, 0.01))).toBe(HOLDS_ECHO | HOLDS_CALLER);
+    // One off the path (a reply placed a part of a cell off) leaves it all, and adds its own error:
+    // a residual louder than the line is not the caller.
+    expect(judge(talk, canceller(level(BOT * 10), 1))).toBe(HOLDS_ECHO);
   });
 
   it('with no delay known, takes the bot at its loudest times the gain given, with no margin on top', () => {
