@@ -13,6 +13,13 @@ export const KEYS = {
   other: 'test-other-tenant-key-012345',
 } as const;
 
+/**
+ * The overlay of an app that serves speech and hears no caller (a test of the speech service, its
+ * voices or its clients): barge-in off, so no VAD worker loads Silero for nothing (about 2 s of CPU
+ * an app). Spread it into the overlay.
+ */
+export const NO_BARGE_IN = { calls: { bargeIn: { enabled: false } } } as const;
+
 export interface TestApp {
   app: App;
   /** `http://127.0.0.1:port` */
