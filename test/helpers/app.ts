@@ -14,11 +14,11 @@ export const KEYS = {
 } as const;
 
 /**
- * The overlay of an app that serves speech and hears no caller (a test of the speech service, its
- * voices or its clients): barge-in off, so no VAD worker loads Silero for nothing (about 2 s of CPU
- * an app). Spread it into the overlay.
+ * The overlay of an app that no phone caller speaks to (a test of the speech service, its voices or
+ * its clients, or of Discord, whose barge-in is its own, `discord.bargeIn`): the calls' barge-in off,
+ * so no VAD worker loads Silero for nothing (about 2 s of CPU an app). Spread it into the overlay.
  */
-export const NO_BARGE_IN = { calls: { bargeIn: { enabled: false } } } as const;
+export const NO_PHONE_BARGE_IN = { calls: { bargeIn: { enabled: false } } } as const;
 
 export interface TestApp {
   app: App;

@@ -7,11 +7,11 @@ import { startApp } from '../../src/app/app.js';
 import { loadConfig } from '../../src/app/config.js';
 import { createLogger } from '../../src/app/logger.js';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
-import { KEYS, NO_BARGE_IN, startTestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp } from '../helpers/app.js';
 
 describe('remote speech service', () => {
   it('uses SPEECH_BASE_URL with SPEECH_API_KEY and mounts nothing', async () => {
-    const remote = await startTestApp(NO_BARGE_IN);
+    const remote = await startTestApp(NO_PHONE_BARGE_IN);
     const dir = await mkdtemp(join(tmpdir(), 'voxbridge-remote-'));
     const app = await startApp(
       loadConfig({
