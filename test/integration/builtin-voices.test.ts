@@ -12,7 +12,7 @@ import { analyzeSpeech } from '../../src/service/voices/analyze.js';
 import { BUILT_IN_VOICE_ID, BUILT_IN_VOICE_IDS, builtInVoices } from '../../src/service/voices/builtin.js';
 import { MAX_DERIVED_RATE, MIN_DERIVED_RATE } from '../../src/service/voices/flite-params.js';
 import { spectralCentroidHz } from '../../testkit/spectrum.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 
 const SERVICE_RATE = 24_000;
 /** Voiced and voiceless sounds, stressed and unstressed syllables, a clause pause: about 5 s of speech. */
@@ -54,7 +54,7 @@ function toFloat(pcm: Buffer): Float32Array {
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp(NO_PHONE_BARGE_IN);
 });
 afterAll(async () => {
   await t.close();

@@ -63,6 +63,8 @@ beforeAll(async () => {
     REDIS_URL: redis.url,
     CONTROL_TOKEN,
     NODE_EXTRA_CA_CERTS: process.env['NODE_EXTRA_CA_CERTS'] ?? '',
+    // One VAD worker per process, the shards' too (not one per core): each costs about 2 s of CPU.
+    VAD_WORKERS: '1',
   };
   m = await startInstance(
     'm',

@@ -254,7 +254,13 @@ beforeAll(async () => {
   await store.connect();
   attacker = await Attacker.start();
   // No speech service: nothing here speaks (a say is accepted with wait: false, then fails unheard).
-  const common = { REDIS_URL: redis.url, SPEECH_BASE_URL: 'http://127.0.0.1:9', SPEECH_API_KEY: 'k' };
+  // One VAD worker per instance (not one per core): each costs about 2 s of CPU to load and warm up.
+  const common = {
+    REDIS_URL: redis.url,
+    SPEECH_BASE_URL: 'http://127.0.0.1:9',
+    SPEECH_API_KEY: 'k',
+    VAD_WORKERS: '1',
+  };
   const overlay = (prefix: string) => ({
     calls: { defaultFlow: null },
     server: { shutdownGraceMs: 0 },

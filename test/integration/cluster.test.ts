@@ -30,6 +30,8 @@ async function start(id: string): Promise<Instance> {
       CONTROL_TOKEN,
       SPEECH_BASE_URL: proxy.url,
       SPEECH_API_KEY: KEYS.main,
+      // One VAD worker (not one per core): each costs about 2 s of CPU to load and warm up.
+      VAD_WORKERS: '1',
     },
     { calls: { defaultFlow: null }, server: { shutdownGraceMs: 0 } },
   );
@@ -265,7 +267,13 @@ describe('a cluster of three instances', () => {
     await later.stop();
     const lone = await startInstance(
       'lone',
-      { REDIS_URL: later.url, CONTROL_TOKEN, SPEECH_BASE_URL: proxy.url, SPEECH_API_KEY: KEYS.main },
+      {
+        REDIS_URL: later.url,
+        CONTROL_TOKEN,
+        SPEECH_BASE_URL: proxy.url,
+        SPEECH_API_KEY: KEYS.main,
+        VAD_WORKERS: '1',
+      },
       { calls: { defaultFlow: null } },
     );
     try {

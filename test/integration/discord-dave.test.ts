@@ -16,7 +16,7 @@ import { GuildVoice } from '../../adapters/discord/guild-voice.js';
 import { bytesToInt16 } from '../../src/audio/pcm.js';
 import { FramePipeline } from '../../src/speaker/frame-pipeline.js';
 import { analyzeSpeech } from '../../src/service/voices/analyze.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import type { HeardFrame } from '../../testkit/discord/dave/member.js';
 import { isDaveFrame, mlsVector } from '../../testkit/discord/dave/mls.js';
 import {
@@ -49,7 +49,7 @@ let speech48k: Int16Array;
 const rigs: Rig[] = [];
 
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp(NO_PHONE_BARGE_IN);
   const { audio } = await t.app.client.synthesize({
     voiceId: VOICE,
     text: 'I am here, and I would like to ask the innkeeper about the bridge.',

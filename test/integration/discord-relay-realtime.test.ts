@@ -10,7 +10,7 @@ import { FakeDiscord } from '../../testkit/discord/gateway.js';
 import { loudVoice, testTls, type FakeVoiceServer } from '../../testkit/discord/voice-server.js';
 import { FakeRealtimeStt } from '../../testkit/fake-realtime-stt.js';
 import { FakeStt, FAKE_STT_KEY } from '../../testkit/fake-stt.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { RelayApp, until } from '../helpers/relay-app.js';
 
 const GUILD = '910000000000000007';
@@ -59,6 +59,7 @@ beforeAll(async () => {
   voiceServer = discord.voice!;
   t = await startTestApp(
     {
+      ...NO_PHONE_BARGE_IN,
       stt: {
         baseUrl: batch.url,
         endOfTurnMs: END_OF_TURN_MS,

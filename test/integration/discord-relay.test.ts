@@ -13,7 +13,7 @@ import { FakeDiscord } from '../../testkit/discord/gateway.js';
 import { loudVoice, testTls, type FakeVoiceServer } from '../../testkit/discord/voice-server.js';
 import { FakeStt, FAKE_STT_KEY } from '../../testkit/fake-stt.js';
 import { freePort } from '../../testkit/ports.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeGuildAccess, FakeInteraction } from '../helpers/discord/fake-interaction.js';
 import { RelayApp, until, type RelayAppSession } from '../helpers/relay-app.js';
 
@@ -57,6 +57,7 @@ beforeAll(async () => {
   voiceServer = discord.voice!;
   t = await startTestApp(
     {
+      ...NO_PHONE_BARGE_IN,
       stt: { baseUrl: stt.url, endOfTurnMs: END_OF_TURN_MS },
       relays: {
         helper: { url: relayApp.url },

@@ -30,7 +30,7 @@ import { concatInt16 as concat } from '../../src/audio/pcm.js';
 import { FramePipeline } from '../../src/speaker/frame-pipeline.js';
 import type { SpeechSource } from '../../src/speaker/segment-audio.js';
 import { Speaker } from '../../src/speaker/speaker.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import {
   FakeMainGateway,
   FakeVoiceServer,
@@ -66,7 +66,7 @@ const rigs: Rig[] = [];
 const extraServers: FakeVoiceServer[] = [];
 
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp(NO_PHONE_BARGE_IN);
 });
 afterAll(async () => {
   await t.close();

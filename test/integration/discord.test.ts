@@ -19,7 +19,7 @@ import { builtInVoices } from '../../src/service/voices/builtin.js';
 import { PROJECT_ROOT } from '../../src/paths.js';
 import { spectralCentroidHz } from '../../testkit/spectrum.js';
 import { handleCommand, type CommandContext } from '../../adapters/discord/commands.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeGuildAccess, FakeInteraction } from '../helpers/discord/fake-interaction.js';
 import {
   FakeMainGateway,
@@ -60,7 +60,7 @@ const cleanup: Array<() => Promise<void>> = [];
 let gateway: FakeMainGateway;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp(NO_PHONE_BARGE_IN);
 });
 afterAll(async () => {
   await app.close();
@@ -621,7 +621,9 @@ describe('slash commands and the control API, joined for real', () => {
   });
 
   it('the control API wants CONTROL_TOKEN when it is set', async () => {
-    const secured = await startTestApp({}, undefined, { CONTROL_TOKEN: 'control-token-0123456789' });
+    const secured = await startTestApp(NO_PHONE_BARGE_IN, undefined, {
+      CONTROL_TOKEN: 'control-token-0123456789',
+    });
     try {
       const bare = await fetch(`${secured.url}/discord/guilds`);
       expect(bare.status).toBe(401);

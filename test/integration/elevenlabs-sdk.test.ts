@@ -5,13 +5,13 @@
 import { ElevenLabsClient, ElevenLabsError } from '@elevenlabs/elevenlabs-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 let t: TestApp;
 let sdk: ElevenLabsClient;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp(NO_PHONE_BARGE_IN);
   sdk = new ElevenLabsClient({ apiKey: KEYS.main, baseUrl: t.api, maxRetries: 0 });
 });
 afterAll(async () => {

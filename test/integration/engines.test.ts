@@ -15,7 +15,7 @@ import { compiledModule } from '../../src/paths.js';
 import { analyzeSpeech } from '../../src/service/voices/analyze.js';
 import { BUILT_IN_VOICE_ID, BUILT_IN_VOICE_IDS } from '../../src/service/voices/builtin.js';
 import { writeVitsTestModel } from '../../testkit/onnx/vits.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 
 const GERMAN = 'Guten Morgen, wie geht es Ihnen heute?';
 const ENGLISH = 'Good morning, how are you today?';
@@ -41,7 +41,7 @@ function samples(bytes: ArrayBuffer): Float32Array {
 describe('with every engine installed', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startTestApp(NO_PHONE_BARGE_IN);
   });
   afterAll(async () => {
     await t.close();

@@ -7,14 +7,14 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_IDS } from '../../src/service/voices/builtin.js';
 import { VoiceStore } from '../../src/service/voices/store.js';
-import { KEYS, startTestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp } from '../helpers/app.js';
 import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 describe('voice store persistence', () => {
   it('voices survive a restart of the app', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'voxbridge-persist-'));
     try {
-      const first = await startTestApp({}, dir);
+      const first = await startTestApp(NO_PHONE_BARGE_IN, dir);
       const form = new FormData();
       form.append('name', 'Survivor');
       form.append(
@@ -33,7 +33,7 @@ describe('voice store persistence', () => {
       };
       await first.close({ keepData: true });
 
-      const second = await startTestApp({}, dir);
+      const second = await startTestApp(NO_PHONE_BARGE_IN, dir);
       try {
         const list = (await (
           await fetch(`${second.api}/v2/voices?search=survivor`, { headers: { 'xi-api-key': KEYS.main } })
@@ -63,7 +63,7 @@ describe('voice store persistence', () => {
   it('a stray directory or a corrupt voice.json does not stop the app from starting; the rest is served', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'voxbridge-stray-'));
     try {
-      const first = await startTestApp({}, dir);
+      const first = await startTestApp(NO_PHONE_BARGE_IN, dir);
       const form = new FormData();
       form.append('name', 'Intact');
       form.append(
@@ -82,7 +82,7 @@ describe('voice store persistence', () => {
       await mkdir(join(dir, 'voices', 'lost+found'));
       await mkdir(join(dir, 'voices', 'Broken0000000000000'));
       await writeFile(join(dir, 'voices', 'Broken0000000000000', 'voice.json'), '{"voice_id":');
-      const second = await startTestApp({}, dir);
+      const second = await startTestApp(NO_PHONE_BARGE_IN, dir);
       try {
         const list = (await (
           await fetch(`${second.api}/v2/voices?page_size=100`, { headers: { 'xi-api-key': KEYS.main } })

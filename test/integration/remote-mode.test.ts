@@ -7,11 +7,11 @@ import { startApp } from '../../src/app/app.js';
 import { loadConfig } from '../../src/app/config.js';
 import { createLogger } from '../../src/app/logger.js';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
-import { KEYS, startTestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp } from '../helpers/app.js';
 
 describe('remote speech service', () => {
   it('uses SPEECH_BASE_URL with SPEECH_API_KEY and mounts nothing', async () => {
-    const remote = await startTestApp();
+    const remote = await startTestApp(NO_PHONE_BARGE_IN);
     const dir = await mkdtemp(join(tmpdir(), 'voxbridge-remote-'));
     const app = await startApp(
       loadConfig({
@@ -20,6 +20,8 @@ describe('remote speech service', () => {
         LOG_LEVEL: 'silent',
         SPEECH_BASE_URL: remote.url,
         SPEECH_API_KEY: KEYS.speechOnly,
+        // One VAD worker, not one per core (about 2 s of CPU each): nothing here hears a caller.
+        VAD_WORKERS: '1',
       }),
       { logger: createLogger('silent') },
     );

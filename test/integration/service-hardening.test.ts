@@ -9,7 +9,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { espeakSpeech, wavFile } from '../../testkit/audio.js';
 
 const BOUNDARY = 'voxbridge-test-boundary';
@@ -146,7 +146,7 @@ beforeAll(async () => {
 describe('uploads cut short', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ service: { voices: { maxConcurrentUploads: 1 } } });
+    t = await startTestApp({ ...NO_PHONE_BARGE_IN, service: { voices: { maxConcurrentUploads: 1 } } });
   });
   afterAll(async () => {
     await t.close();
@@ -227,6 +227,7 @@ describe('upload limits', () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp({
+      ...NO_PHONE_BARGE_IN,
       service: { voices: { maxConcurrentUploads: 2, maxStoreBytes: Math.floor(sample.length * 1.5) } },
     });
   });

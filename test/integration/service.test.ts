@@ -3,12 +3,13 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID, BUILT_IN_VOICE_IDS } from '../../src/service/voices/builtin.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { espeakSpeech, probeWithFfmpeg, wavFile } from '../../testkit/audio.js';
 
 let t: TestApp;
 beforeAll(async () => {
   t = await startTestApp({
+    ...NO_PHONE_BARGE_IN,
     service: {
       maxConcurrentPerKey: 3,
       voices: { maxFiles: 3, maxFileBytes: 2_000_000, maxTotalBytes: 4_000_000 },

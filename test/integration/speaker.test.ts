@@ -12,7 +12,7 @@ import { Speaker } from '../../src/speaker/speaker.js';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
 import { SpeechClient } from '../../src/speech/client.js';
 import { SpeechServiceError } from '../../src/speech/errors.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { RecordingSink } from '../helpers/recording-sink.js';
 
 const MULAW_8K = { encoding: 'mulaw', sampleRate: 8000, channels: 1 } as const;
@@ -21,7 +21,7 @@ const PCM_48K_STEREO = { encoding: 's16le', sampleRate: 48_000, channels: 2 } as
 let t: TestApp;
 let client: SpeechClient;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp(NO_PHONE_BARGE_IN);
   client = new SpeechClient({ baseUrl: t.url, apiKey: KEYS.main });
 });
 afterAll(async () => {

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUILT_IN_VOICE_ID } from '../../src/service/voices/builtin.js';
 import type { SpeechAudio } from '../../src/speaker/segment-audio.js';
 import { SpeechClient } from '../../src/speech/client.js';
-import { KEYS, startTestApp, type TestApp } from '../helpers/app.js';
+import { KEYS, NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp(NO_PHONE_BARGE_IN);
 });
 afterAll(async () => {
   await t.close();
