@@ -154,17 +154,20 @@ export class SileroSession implements SileroRunner {
   ): Promise<SileroSession> {
     const backend = options.backend ?? 'auto';
     const model = await readFile(sileroModelPath());
+    const nativePackage = options.nativePackage ?? NATIVE_ORT_PACKAGE;
     let fallback: string | undefined;
-    let loaded: LoadedRuntime | undefined;
     if (backend !== 'wasm') {
       try {
-        loaded = await loadNative(model, options.nativePackage ?? NATIVE_ORT_PACKAGE);
+        // Loaded and run: a runtime that loads but cannot infer falls back here, not call by call.
+        const session = new SileroSession(await loadNative(model, nativePackage), undefined);
+        await session.warmUp(Math.max(1, warmupWindows));
+        return session;
       } catch (error) {
         if (backend === 'native') throw error;
-        fallback = `${options.nativePackage ?? NATIVE_ORT_PACKAGE} did not load: ${error instanceof Error ? error.message : String(error)}`;
+        fallback = `${nativePackage} did not load: ${error instanceof Error ? error.message : String(error)}`;
       }
     }
-    const session = new SileroSession(loaded ?? (await loadWasm(model)), fallback);
+    const session = new SileroSession(await loadWasm(model), fallback);
     await session.warmUp(warmupWindows);
     return session;
   }
