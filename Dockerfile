@@ -3,7 +3,8 @@
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # patches/: fixes to dependencies that npm ci's postinstall (patch-package) applies; see patches/README.md.
-COPY package.json package-lock.json ./
+# .npmrc: onnxruntime-node's install script downloads no CUDA libraries (its CPU build is all we run).
+COPY package.json package-lock.json .npmrc ./
 COPY patches ./patches
 RUN npm ci
 # Everything the build compiles (src, adapters, examples, bench and the test helpers it uses).
@@ -17,10 +18,12 @@ FROM node:24-bookworm-slim
 # bot runs when DISCORD_TOKEN is passed the same way.
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
 COPY patches ./patches
 # --ignore-scripts skips the project's postinstall too: the patches (patches/README.md) are applied here.
-RUN npm ci --omit=dev --ignore-scripts && node_modules/.bin/patch-package --error-on-fail && npm cache clean --force
+# onnxruntime-node (VAD on native ONNX Runtime) carries every platform's build: this one's is kept.
+RUN npm ci --omit=dev --ignore-scripts && node_modules/.bin/patch-package --error-on-fail && npm cache clean --force \
+  && find node_modules/onnxruntime-node/bin/napi-v6 -mindepth 2 -maxdepth 2 ! -path "*/linux/$(node -p process.arch)" -exec rm -rf {} +
 COPY --from=build /app/dist ./dist
 COPY config ./config
 # The browser phone's page (its scripts are in dist/web).

@@ -36,11 +36,14 @@ import {
   type ToVadWorker,
   type VadWorkerReady,
 } from './protocol.js';
+import type { SileroSessionOptions } from './silero.js';
 
 export interface VadWorkersOptions {
   /** Worker threads; 'auto' (the default): one per core. */
   workers?: number | 'auto';
   logger?: Logger | undefined;
+  /** Which ONNX Runtime each worker runs Silero on (silero.ts): by default the native one when it loads. */
+  silero?: SileroSessionOptions | undefined;
 }
 
 interface Pending {
@@ -105,13 +108,14 @@ function vadError(error: unknown): unknown {
 }
 
 export class VadWorkerPool implements DetectorSource, DetectorHost {
-  runtime = 'onnxruntime-web (worker threads)';
+  runtime = 'ONNX Runtime (worker threads)';
   /** The threads, one per slot of `slots`. */
   private readonly threads: WorkerPool<ToVadWorker, FromVadWorker, VadWorkerReady>;
   private readonly slots: Slot[] = [];
   private nextId = 1;
   private nextStream = 1;
   private flushScheduled = false;
+  private fallbackLogged = false;
   private lastFlushAt = Number.NEGATIVE_INFINITY;
   /** Each stream's worker, from its first push until it is closed or its worker dies. */
   private readonly streamSlots = new Map<number, Slot>();
@@ -142,11 +146,20 @@ export class VadWorkerPool implements DetectorSource, DetectorHost {
       name: 'VAD worker',
       threadName: 'voxbridge-vad',
       workers: count,
+      workerData: () => options.silero ?? {},
       // A worker holds no request of its own: it must not keep the process alive.
       unref: true,
       logger: options.logger,
       onReady: (_slot, message) => {
         this.runtime = `${message.runtime} × ${count} worker threads`;
+        // Every worker falls back alike (and again when one is replaced): said once.
+        if (message.fallback !== undefined && !this.fallbackLogged) {
+          this.fallbackLogged = true;
+          options.logger?.warn(
+            { runtime: message.runtime, reason: message.fallback },
+            'voice activity runs on WebAssembly: the native ONNX Runtime did not load (slower, same results)',
+          );
+        }
       },
       onMessage: (slot, message) => this.onMessage(this.slots[slot]!, message),
       onExit: (slot, error) => {

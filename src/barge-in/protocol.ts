@@ -75,6 +75,8 @@ export type ToVadWorker =
 export interface VadWorkerReady {
   type: 'ready';
   runtime: string;
+  /** Why the native runtime did not load, when the worker fell back to WASM (silero.ts). */
+  fallback?: string | undefined;
 }
 
 export type FromVadWorker = PushResults | { type: 'probe'; id: number; detectors: number };

@@ -1,10 +1,12 @@
 /**
- * Silero VAD v5 (MIT), run with onnxruntime-web's WASM backend on one thread. Chosen over
- * onnxruntime-node, which gives the same probabilities faster, because onnxruntime-node's install
- * script downloads CUDA libraries from NuGet on Linux x64 (so a plain `npm ci` fails offline) and
- * installs much more; Silero only runs while the energy gate is open (docs/calls.md, _Barge-in_, has
- * the figures). The model file ships inside `@ricky0123/vad-web` (ISC; the model MIT) and is read from
- * node_modules: nothing is fetched at run time.
+ * Silero VAD v5 (MIT), run with ONNX Runtime on one thread: natively with `onnxruntime-node` when it
+ * is installed and loads (an optional dependency: 2–2.5× faster per window, the same probabilities), or
+ * else with onnxruntime-web's WASM backend, which needs no native code (the fallback is logged once).
+ * onnxruntime-node's install script would download CUDA libraries from NuGet on Linux x64; the
+ * project's `.npmrc` skips that (`onnxruntime-node-install=skip`), as the CPU build inside the npm
+ * package is all that runs here (docs/calls.md, _Barge-in_, has the figures). The model file ships
+ * inside `@ricky0123/vad-web` (ISC; the model MIT) and is read from node_modules: nothing is fetched
+ * at run time.
  *
  * One `SileroModel` per thread: the main thread's (`SileroModel.load`), or each VAD worker's, where
  * whole detectors run (`startVadWorkers`, pool.ts); each call gets a `SileroStream` with its own
@@ -31,7 +33,52 @@ const INT16_SCALE = 1 / 32768;
 /** Inferences run at load, so that the first calls do not pay for V8's tier-up. */
 const WARMUP_WINDOWS = 200;
 
-type Ort = typeof import('onnxruntime-web');
+/** What both runtimes share (onnxruntime-common's API). */
+type Ort = Pick<typeof import('onnxruntime-web'), 'Tensor' | 'InferenceSession'>;
+
+/** The native runtime, an optional dependency (imported by name: it may not be installed). */
+export const NATIVE_ORT_PACKAGE = 'onnxruntime-node';
+
+/**
+ * Which runtime runs Silero: `auto` (the default) the native one when it loads, else WASM; `wasm`
+ * always WASM; `native` the native one or an error (tests, benchmarks).
+ */
+export type SileroBackend = 'auto' | 'native' | 'wasm';
+
+export interface SileroSessionOptions {
+  /** Default `auto`. */
+  backend?: SileroBackend;
+  /** @internal the native package's name (a test names one that is not there). */
+  nativePackage?: string;
+}
+
+interface LoadedRuntime {
+  ort: Ort;
+  session: InferenceSession;
+  runtime: string;
+}
+
+/**
+ * onnxruntime-node on one thread: the process has other work, calls run their windows one after
+ * another anyway, and an intra-op pool of its own would spin on the cores between runs.
+ */
+async function loadNative(model: Uint8Array, name: string): Promise<LoadedRuntime> {
+  const ort = (await import(name)) as Ort & { env: { versions: Record<string, string | undefined> } };
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+  });
+  return { ort, session, runtime: `onnxruntime-node ${ort.env.versions['node'] ?? '?'} (native, 1 thread)` };
+}
+
+async function loadWasm(model: Uint8Array): Promise<LoadedRuntime> {
+  const ort = await import('onnxruntime-web');
+  // One thread: the process has other work, and calls run their windows one after another anyway.
+  ort.env.wasm.numThreads = 1;
+  const session = await ort.InferenceSession.create(model);
+  return { ort, session, runtime: `onnxruntime-web ${ort.env.versions.web ?? '?'} (WASM, 1 thread)` };
+}
 
 /** Where the model file is: beside `@ricky0123/vad-web`'s main file (the package has no exports map). */
 export function sileroModelPath(): string {
@@ -65,6 +112,8 @@ export interface EchoRunner {
 export interface SileroRunner extends EchoRunner {
   /** What runs the model, for logs and benchmarks. */
   readonly runtime: string;
+  /** Why the native runtime is not the one running (it was wanted and did not load), for a log. */
+  readonly fallback?: string | undefined;
   /** One window with its context; the speech probability and the next state. */
   run(input: Float32Array, state: Float32Array, sampleRate: VadSampleRate): Promise<SileroResult>;
 }
@@ -77,6 +126,7 @@ export interface SileroResult {
 /** One onnxruntime session in this thread (the main one, or a VAD worker's). */
 export class SileroSession implements SileroRunner {
   readonly runtime: string;
+  readonly fallback: string | undefined;
   /**
    * Runs are serialised: one WASM instance, one inference at a time (concurrent `run()`s with separate
    * state tensors gain nothing).
@@ -87,22 +137,37 @@ export class SileroSession implements SileroRunner {
   /** The echo estimators of the streams run here, created on a stream's first window. */
   private readonly estimators = new Map<number, EchoEstimator>();
 
-  private constructor(
-    private readonly ort: Ort,
-    private readonly session: InferenceSession,
-  ) {
-    this.runtime = `onnxruntime-web ${ort.env.versions.web ?? '?'} (WASM, 1 thread)`;
+  private readonly ort: Ort;
+  private readonly session: InferenceSession;
+
+  private constructor(loaded: LoadedRuntime, fallback: string | undefined) {
+    this.ort = loaded.ort;
+    this.session = loaded.session;
+    this.runtime = loaded.runtime;
+    this.fallback = fallback;
   }
 
-  /** Loads the model and runs it a little (see `warmUp`). */
-  static async create(warmupWindows = WARMUP_WINDOWS): Promise<SileroSession> {
-    const ort = await import('onnxruntime-web');
-    // One thread: the process has other work, and calls run their windows one after another anyway.
-    ort.env.wasm.numThreads = 1;
-    const session = new SileroSession(
-      ort,
-      await ort.InferenceSession.create(await readFile(sileroModelPath())),
-    );
+  /** Loads the model on the runtime `options.backend` says (see `SileroBackend`) and runs it a little (see `warmUp`). */
+  static async create(
+    warmupWindows = WARMUP_WINDOWS,
+    options: SileroSessionOptions = {},
+  ): Promise<SileroSession> {
+    const backend = options.backend ?? 'auto';
+    const model = await readFile(sileroModelPath());
+    const nativePackage = options.nativePackage ?? NATIVE_ORT_PACKAGE;
+    let fallback: string | undefined;
+    if (backend !== 'wasm') {
+      try {
+        // Loaded and run: a runtime that loads but cannot infer falls back here, not call by call.
+        const session = new SileroSession(await loadNative(model, nativePackage), undefined);
+        await session.warmUp(Math.max(1, warmupWindows));
+        return session;
+      } catch (error) {
+        if (backend === 'native') throw error;
+        fallback = `${nativePackage} did not load: ${error instanceof Error ? error.message : String(error)}`;
+      }
+    }
+    const session = new SileroSession(await loadWasm(model), fallback);
     await session.warmUp(warmupWindows);
     return session;
   }
@@ -182,6 +247,11 @@ export class SileroModel {
   /** What runs the model, for logs and benchmarks. */
   get runtime(): string {
     return this.runner.runtime;
+  }
+
+  /** Why the native runtime is not the one running, when it was wanted (for a log). */
+  get fallback(): string | undefined {
+    return this.runner.fallback;
   }
 
   /**

@@ -14,7 +14,7 @@
  * Results go back at the end of each slice, and at once after a push that found an onset or ended a
  * turn. A probe is answered once every push sent before it has run.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { SpeechOnsetDetector, type SpeechTurn } from './detector.js';
 import {
   PUSH_FIELDS,
@@ -26,7 +26,7 @@ import {
   type ToVadWorker,
   type VadWorkerReady,
 } from './protocol.js';
-import { SileroModel, SileroSession } from './silero.js';
+import { SileroModel, SileroSession, type SileroSessionOptions } from './silero.js';
 
 const port = parentPort;
 if (!port) throw new Error('the VAD worker must run in a worker thread');
@@ -37,7 +37,7 @@ if (!port) throw new Error('the VAD worker must run in a worker thread');
  */
 const SLICE_MS = 2;
 
-const session = await SileroSession.create();
+const session = await SileroSession.create(undefined, (workerData ?? {}) as SileroSessionOptions);
 const model = new SileroModel(session);
 
 interface Push {
@@ -322,4 +322,4 @@ port.on('message', (message: ToVadWorker) => {
   }
 });
 
-post({ type: 'ready', runtime: session.runtime });
+post({ type: 'ready', runtime: session.runtime, fallback: session.fallback });

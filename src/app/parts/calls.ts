@@ -72,8 +72,13 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
     bargeIn.enabled && bargeIn.workers !== 0
       ? await startVadWorkers({ workers: bargeIn.workers, logger: logger.child({ part: 'vad' }) })
       : undefined;
-  const vad: DetectorSource | undefined =
-    vadWorkers ?? (bargeIn.enabled ? inThreadDetectors(await SileroModel.load()) : undefined);
+  const inThread = vadWorkers || !bargeIn.enabled ? undefined : await SileroModel.load();
+  if (inThread?.fallback !== undefined)
+    logger.warn(
+      { runtime: inThread.runtime, reason: inThread.fallback },
+      'voice activity runs on WebAssembly: the native ONNX Runtime did not load (slower, same results)',
+    );
+  const vad: DetectorSource | undefined = vadWorkers ?? (inThread && inThreadDetectors(inThread));
   // Spoken answers to gathers are the VAD's turns: with barge-in off there are none to hear.
   const listening = [...options.loaded.grammars].flatMap(([flow, nodes]) =>
     [...nodes.keys()].map((n) => `${flow}.${n}`),
