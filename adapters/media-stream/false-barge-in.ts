@@ -28,6 +28,14 @@ export interface FalseBargeInSettings {
   maxSpeechMs: number;
 }
 
+/**
+ * How many times one utterance is resumed, counting the resumes of its resumes. A resumed rest cut
+ * again is taken back again (a second cough), but past this the barge-in is real: on a line whose echo
+ * cuts every rest a few hundred ms in, taking it back without end spoke and cut the same words a
+ * thousand times in five minutes (`bench talkers` under load), each one synthesised afresh.
+ */
+export const MAX_RESUMES = 2;
+
 /** Why a barge-in was not taken back. */
 export type RealReason = 'window' | 'long-turn' | 'dtmf' | 'interrupt' | 'priority' | 'relay' | 'ended';
 
@@ -43,6 +51,8 @@ export interface CutUtterance {
   heardText: string;
   /** The text to resume with: from the first word not heard whole. */
   fromText: string;
+  /** How many resumes deep the cut utterance is (0: said by the app). */
+  resumes: number;
 }
 
 export type FalseBargeInState =
@@ -100,12 +110,17 @@ export class FalseBargeIn extends EventEmitter<FalseBargeInEvents> implements In
   #state: FalseBargeInState = { status: 'idle' };
   /** Plain texts said on the call and not yet ended: what a barge-in could resume. */
   private readonly texts = new Map<string, Said>();
+  /** Utterances that are resumes, with how many resumes deep they are (`MAX_RESUMES`). */
+  private readonly resumes = new Map<string, number>();
   /** The last cut utterance and its decision, for the flow that said it (`decisionFor`). */
   private last: { utteranceId: string; decision: Promise<BargeInDecision> } | undefined;
 
   constructor(private readonly options: FalseBargeInOptions) {
     super();
-    options.speaker.on('utteranceEnd', ({ id }) => this.texts.delete(id));
+    options.speaker.on('utteranceEnd', ({ id }) => {
+      this.texts.delete(id);
+      this.resumes.delete(id);
+    });
   }
 
   get state(): FalseBargeInState {
@@ -141,9 +156,9 @@ export class FalseBargeIn extends EventEmitter<FalseBargeInEvents> implements In
     if (this.#state.status === 'closed' || !settings.enabled || !this.options.canResume())
       return speaker.interrupt();
     // Each cut utterance with its text, read before its end forgets it.
-    const cuts: Array<{ id: string; heardText: string; said: Said | undefined }> = [];
+    const cuts: Array<{ id: string; heardText: string; said: Said | undefined; resumes: number }> = [];
     const onCut = ({ id, heardText }: { id: string; heardText: string }): number =>
-      cuts.push({ id, heardText, said: this.texts.get(id) });
+      cuts.push({ id, heardText, said: this.texts.get(id), resumes: this.resumes.get(id) ?? 0 });
     speaker.hold();
     speaker.on('interrupted', onCut);
     let result: InterruptResult;
@@ -159,7 +174,7 @@ export class FalseBargeIn extends EventEmitter<FalseBargeInEvents> implements In
       return result;
     }
     const only = cuts.length === 1 ? cuts[0]! : undefined;
-    const said = only?.said;
+    const said = only && only.resumes < MAX_RESUMES ? only.said : undefined;
     const fromText = said && resumeFrom(said.text, only.heardText);
     if (!only || !said || !fromText) {
       speaker.release({ drop: true });
@@ -173,7 +188,7 @@ export class FalseBargeIn extends EventEmitter<FalseBargeInEvents> implements In
     this.last = { utteranceId: only.id, decision };
     this.setState({
       status: 'pending',
-      cut: { utteranceId: only.id, ...said, heardText: only.heardText, fromText },
+      cut: { utteranceId: only.id, ...said, heardText: only.heardText, fromText, resumes: only.resumes },
       sinceMs,
       controller,
       settle,
@@ -230,6 +245,7 @@ export class FalseBargeIn extends EventEmitter<FalseBargeInEvents> implements In
       state.settle({ status: 'real', reason: 'ended' });
       return;
     }
+    this.resumes.set(handle.id, cut.resumes + 1);
     this.options.speaker.release();
     state.settle({ status: 'resumed', handle, fromText: cut.fromText });
     this.options.onResumed({

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   FalseBargeIn,
+  MAX_RESUMES,
   resumeFrom,
   type BargeInResumed,
   type FalseBargeInSettings,
@@ -143,6 +144,37 @@ describe('FalseBargeIn', () => {
       ...words(b!.fromText),
     ]).toEqual(words(TEXT));
     expect(first.heardText.length).toBeGreaterThan(0);
+  });
+
+  it(`takes one utterance back at most MAX_RESUMES (${MAX_RESUMES}) times: then the barge-in is real`, async () => {
+    const { clock, sink, fb, say, resumed } = setup();
+    say(TEXT);
+    const next = say('And then the next prompt.');
+    // The echo of every rest cuts it a few hundred ms in, and each cut is a short "turn".
+    for (let i = 0; i < MAX_RESUMES; i++) {
+      await clock.advance(400);
+      expect(fb.interrupt().interrupted).toBe(true);
+      expect(fb.state.status).toBe('pending');
+      fb.turnEnded(turn(300));
+    }
+    expect(resumed).toHaveLength(MAX_RESUMES);
+    await clock.advance(400);
+    const last = fb.interrupt();
+    expect(last.interrupted).toBe(true);
+    // Not held: the queue is dropped as by a plain barge-in, and nothing more is resumed.
+    expect(fb.state.status).toBe('idle');
+    fb.turnEnded(turn(300));
+    expect(resumed).toHaveLength(MAX_RESUMES);
+    expect((await next.result).status).not.toBe('played');
+    const framesAtCut = sink.frames.length;
+    await clock.advance(5000);
+    expect(sink.frames).toHaveLength(framesAtCut);
+    // A new utterance the app says is taken back again as before.
+    const fresh = say(TEXT);
+    await clock.advance(800);
+    expect(fb.interrupt().interrupted).toBe(true);
+    fb.turnEnded(turn(300));
+    expect(resumed.at(-1)!.utteranceId).toBe(fresh.id);
   });
 
   it('a longer turn makes it real: the held queue is dropped and nothing more plays', async () => {
