@@ -61,6 +61,11 @@ export interface DetectorOptions {
   onSilence?: ((silence: CallerSilence) => void) | undefined;
   /** Silence that ends a turn (ms). Default 700. */
   endOfTurnMs?: number | undefined;
+  /**
+   * Lag (ms) past which Silero is skipped (`MAX_LAG_MS`, the default). Infinity never skips it: a test
+   * that compares verdicts, not lateness, on a machine whose load it does not control.
+   */
+  maxLagMs?: number | undefined;
 }
 
 /** One turn of the caller's, on the inbound timeline. */
@@ -312,6 +317,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
   private nextMs = 0;
   /** How far processing has fallen behind the audio's own pace (ms). */
   private lagMs = 0;
+  private readonly maxLagMs: number;
   private readonly preroll: Window[] = [];
   /** Windows since Silero last ran, and since the gate last opened. */
   private idleWindows = Number.POSITIVE_INFINITY;
@@ -363,6 +369,7 @@ export class SpeechOnsetDetector implements SpeechDetector {
     this.overEchoThreshold = Math.max(OVER_ECHO_THRESHOLD, this.threshold);
     this.silenceBelow = Math.min(SILENCE_BELOW, this.threshold);
     this.now = options.now ?? (() => performance.now());
+    this.maxLagMs = options.maxLagMs ?? MAX_LAG_MS;
     this.tones = new DtmfToneDetector(options.sampleRate);
     this.clickSamples = Math.round((options.sampleRate * CLICK_MS) / 1000);
     this.partial = new Int16Array(this.windowSamples);
@@ -645,7 +652,8 @@ export class SpeechOnsetDetector implements SpeechDetector {
 
   /** Too much queued, too slow of late, or `w` too late in coming, for Silero to be worth its time now. */
   private behind(w: Window): boolean {
-    return this.queued > MAX_QUEUED_WINDOWS || this.lagMs > MAX_LAG_MS || w.waitedMs > MAX_LAG_MS;
+    const { maxLagMs } = this;
+    return this.queued > MAX_QUEUED_WINDOWS || this.lagMs > maxLagMs || w.waitedMs > maxLagMs;
   }
 
   /** Folds one window's probability into the current run; an onset when the run is long enough. */

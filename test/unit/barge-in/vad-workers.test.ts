@@ -148,6 +148,15 @@ async function onsets(
   return found;
 }
 
+/**
+ * A worker's detector that never skips Silero for lateness (`maxLagMs`), to compare its verdicts with
+ * this thread's: pushes made all at once wait in the worker's queue, and on a loaded machine (the
+ * suite's other files) past `MAX_LAG_MS`, where the gate alone judges by design.
+ */
+function unhurried(options: DetectorOptions): DetectorOptions {
+  return { ...options, maxLagMs: Infinity };
+}
+
 /** The same detector in this thread, on a clock that never lags. */
 function inThread(options: DetectorOptions): SpeechOnsetDetector {
   return new SpeechOnsetDetector(local, { ...options, now: () => 0 });
@@ -159,7 +168,7 @@ describe('detectors in worker threads', () => {
     const here = await onsets(inThread({ sampleRate: RATE }), chunks, 'awaited');
     expect(here).toHaveLength(1);
     for (const mode of ['awaited', 'at once'] as const) {
-      const detector = pool.detector({ sampleRate: RATE });
+      const detector = pool.detector(unhurried({ sampleRate: RATE }));
       try {
         expect(await onsets(detector, chunks, mode), mode).toEqual(here);
         expect(detector.stats).toEqual({ pushes: chunks.length, failed: 0 });
@@ -177,7 +186,7 @@ describe('detectors in worker threads', () => {
     // The caller is heard, and the echo before them is not.
     expect(here).toHaveLength(1);
     expect(here[0]!.onsetMs).toBeGreaterThan(line.callerAtS * 1000 - 100);
-    const detector = pool.detector(options);
+    const detector = pool.detector(unhurried(options));
     try {
       expect(await onsets(detector, chunks, 'at once')).toEqual(here);
     } finally {
@@ -193,7 +202,7 @@ describe('detectors in worker threads', () => {
     // The caller alone is heard: neither the gap nor the reference catching up cut the bot.
     expect(here).toHaveLength(1);
     expect(here[0]!.onsetMs).toBeGreaterThan(line.callerAtS * 1000 - 100);
-    const detector = pool.detector(options);
+    const detector = pool.detector(unhurried(options));
     try {
       expect(await onsets(detector, chunks, 'at once')).toEqual(here);
     } finally {
@@ -220,7 +229,7 @@ describe('detectors in worker threads', () => {
     expect(Math.max(...silencesHere.map((s) => s.quietMs))).toBeGreaterThan(500);
     const there: SpeechTurn[] = [];
     const silencesThere: CallerSilence[] = [];
-    const detector = pool.detector(turns(there, silencesThere));
+    const detector = pool.detector(unhurried(turns(there, silencesThere)));
     try {
       // The onset, with where the speech began, comes back whole.
       expect(await onsets(detector, chunks, 'at once')).toEqual(onsetsHere);
@@ -241,7 +250,7 @@ describe('detectors in worker threads', () => {
     // Six calls, each with the utterance at another place: every call's onset is its own.
     const calls = Array.from({ length: 6 }, (_, k) => quietLine(speech.samples.subarray(k * 1600)));
     const here = await Promise.all(calls.map((c) => onsets(inThread({ sampleRate: RATE }), c, 'awaited')));
-    const detectors = calls.map(() => pool.detector({ sampleRate: RATE }));
+    const detectors = calls.map(() => pool.detector(unhurried({ sampleRate: RATE })));
     try {
       // One push of every call per turn, as calls' audio arrives: each batch mixes the calls.
       const found: SpeechOnset[][] = calls.map(() => []);
@@ -431,7 +440,7 @@ describe('detectors in worker threads', () => {
 
   it('start a fresh detector on reset(), dropping what the old one brings back', async () => {
     const chunks = quietLine(speech.samples);
-    const detector = pool.detector({ sampleRate: RATE });
+    const detector = pool.detector(unhurried({ sampleRate: RATE }));
     try {
       // Into the utterance, then a reset before the answers: they resolve empty.
       const cut = Math.round(speech.onsetMs / 20) + 20;
@@ -475,7 +484,7 @@ describe('detectors in worker threads', () => {
     try {
       const chunks = quietLine(speech.samples);
       const cut = Math.round(speech.onsetMs / 20);
-      const detector = crashing.detector({ sampleRate: RATE });
+      const detector = crashing.detector(unhurried({ sampleRate: RATE }));
       // A call on the other worker, which must not notice.
       const bystander = crashing.detector({ sampleRate: RATE });
       const bystanderRun = onsets(bystander, chunks, 'awaited');
@@ -518,7 +527,7 @@ describe('detectors in worker threads', () => {
       expect(await Promise.all(pushes)).toEqual([undefined, undefined]);
       expect(broken.stats.failed).toBe(2);
       // The same worker still hears a caller.
-      const detector = single.detector({ sampleRate: RATE });
+      const detector = single.detector(unhurried({ sampleRate: RATE }));
       const chunks = quietLine(speech.samples);
       expect(await onsets(detector, chunks, 'at once')).toEqual(
         await onsets(inThread({ sampleRate: RATE }), chunks, 'awaited'),
