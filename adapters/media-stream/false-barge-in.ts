@@ -174,8 +174,9 @@ export class FalseBargeIn extends EventEmitter<FalseBargeInEvents> implements In
       return result;
     }
     const only = cuts.length === 1 ? cuts[0]! : undefined;
-    const said = only && only.resumes < MAX_RESUMES ? only.said : undefined;
-    const fromText = said && resumeFrom(said.text, only.heardText);
+    // Past `MAX_RESUMES` of one utterance, as if it could not be resumed: the queue is dropped.
+    const said = only !== undefined && only.resumes < MAX_RESUMES ? only.said : undefined;
+    const fromText = only && said && resumeFrom(said.text, only.heardText);
     if (!only || !said || !fromText) {
       speaker.release({ drop: true });
       return result;
