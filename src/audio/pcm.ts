@@ -56,15 +56,23 @@ export class PcmAligner {
   }
 }
 
-/** The samples of `parts` one after another, in a new array. */
-export function concatInt16(parts: readonly Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+/** Arrays of samples, as the audio code keeps them. */
+type SampleArray = Int16Array | Float32Array | Float64Array;
+
+/** The samples of `parts` one after another, in a new array made by `of` (`Float32Array`, …). */
+export function concatSamples<T extends SampleArray>(parts: readonly T[], of: new (length: number) => T): T {
+  const out = new of(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
     out.set(p, at);
     at += p.length;
   }
   return out;
+}
+
+/** The samples of `parts` one after another, in a new array. */
+export function concatInt16(parts: readonly Int16Array[]): Int16Array {
+  return concatSamples(parts, Int16Array);
 }
 
 /** The bytes of `samples` (s16le), as a view onto the same memory. */

@@ -9,6 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { concatInt16 } from '../../src/audio/pcm.js';
 import { decodeMulaw } from '../../src/audio/g711.js';
 import { OUTPUT_SAMPLE_RATE, type WordTiming } from '../../src/service/engine/engine.js';
 import { inspectOnnxModels } from '../../src/service/engine/onnx/model-dir.js';
@@ -37,16 +38,6 @@ function toneHz(samples: Int16Array, sampleRate: number): number {
   let crossings = 0;
   for (let i = 1; i < sound.length; i++) if (sound[i - 1]! < 0 !== sound[i]! < 0) crossings++;
   return (crossings / 2) * (sampleRate / sound.length);
-}
-
-function concat(chunks: readonly Int16Array[]): Int16Array {
-  const out = new Int16Array(chunks.reduce((n, c) => n + c.length, 0));
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
 }
 
 /**
@@ -95,7 +86,7 @@ describe('the ONNX engine on the real runtime', () => {
         words: () => undefined,
       });
       expect(done).toBe(true);
-      const audio = concat(chunks);
+      const audio = concatInt16(chunks);
       expect(audio.length).toBe(expectedSamples([['Hello, world.', 'How are you today?']], rate));
       // One chunk a sentence (the resampler's tail last): the first does not wait for the second.
       expect(chunks.filter((c) => c.length > 0).length).toBeGreaterThanOrEqual(2);
@@ -131,9 +122,9 @@ describe('the ONNX engine on the real runtime', () => {
     const voice = { engine: 'onnx', model: 'duo', speaker: 0, rate: 1 } as const;
     const out = { audio: (s: Int16Array) => (chunks.push(s), true), words: () => undefined };
     expect(engine.synthesize('... 42 — zyxxy!', voice, false, out)).toBe(true);
-    expect(concat(chunks).length).toBe(0);
+    expect(concatInt16(chunks).length).toBe(0);
     expect(engine.synthesize('Qwfp, hello zyxxy', voice, false, out)).toBe(true);
-    expect(concat(chunks).length).toBeGreaterThan(0);
+    expect(concatInt16(chunks).length).toBeGreaterThan(0);
   });
 
   it('stops at the next sentence once the job is cancelled', () => {

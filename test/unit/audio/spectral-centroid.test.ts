@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { concatSamples } from '../../../src/audio/pcm.js';
 import { spectralCentroidHz } from '../../../testkit/spectrum.js';
 
 /** Sum of sines `[frequency, amplitude]`, `seconds` long. */
@@ -16,15 +17,7 @@ function tones(
   return out;
 }
 
-function concat(...parts: Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
-}
+const concat = (...parts: Float32Array[]): Float32Array => concatSamples(parts, Float32Array);
 
 describe('spectralCentroidHz', () => {
   it.each([

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { dtmfTones } from '../../../src/audio/dtmf.js';
 import { decodeMulaw, encodeMulaw } from '../../../src/audio/g711.js';
 import { resampleWhole } from '../../../src/audio/resampler.js';
+import { concatSamples } from '../../../src/audio/pcm.js';
 import { TONE_BLOCK_MS, ToneDetector, type Tone } from '../../../src/audio/tone.js';
 import { espeakSpeech } from '../../../testkit/audio.js';
 import { seeded } from '../../../testkit/random.js';
@@ -21,15 +22,7 @@ function tone(hz: number, ms: number, rate: number, dbfs = -20): Float64Array {
 
 const gap = (ms: number, rate: number): Float64Array => new Float64Array(Math.round((ms * rate) / 1000));
 
-function join(...parts: Float64Array[]): Float64Array {
-  const out = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
+const join = (...parts: Float64Array[]): Float64Array => concatSamples(parts, Float64Array);
 
 function pcm(x: Float64Array): Int16Array {
   return Int16Array.from(x, (v) => Math.max(-32768, Math.min(32767, Math.round(v))));
