@@ -19,6 +19,7 @@ import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeDiscord, type FakeDiscordOptions } from '../../testkit/discord/gateway.js';
 import { FakeVoiceServer, testTls } from '../../testkit/discord/voice-server.js';
+import { tavern } from '../helpers/discord/tavern.js';
 
 const TOKEN = 'fake-bot-token.0123456789abcdef';
 /** Guild ids whose shard of 2 is k % 2 ((id >> 22) % 2). */
@@ -36,17 +37,7 @@ afterEach(async () => {
 async function startFake(options: Partial<FakeDiscordOptions> = {}): Promise<FakeDiscord> {
   const fake = await FakeDiscord.start({
     token: TOKEN,
-    guilds: [
-      {
-        id: GUILD,
-        name: 'The Tavern',
-        channels: [
-          { id: TEXT, name: 'general', type: 0 },
-          { id: VOICE, name: 'Tavern', type: 2 },
-        ],
-        voiceStates: [{ userId: MEMBER, channelId: VOICE }],
-      },
-    ],
+    guilds: [tavern({ guild: GUILD, text: TEXT, voice: VOICE, member: MEMBER })],
     ...options,
   });
   cleanup.push(() => fake.close());

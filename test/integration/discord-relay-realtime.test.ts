@@ -12,6 +12,7 @@ import { FakeRealtimeStt } from '../../testkit/fake-realtime-stt.js';
 import { FakeStt, FAKE_STT_KEY } from '../../testkit/fake-stt.js';
 import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { RelayApp, until } from '../helpers/relay-app.js';
+import { tavern } from '../helpers/discord/tavern.js';
 
 const GUILD = '910000000000000007';
 const TEXT = '920000000000000007';
@@ -43,17 +44,7 @@ beforeAll(async () => {
   batch = await FakeStt.start({ transcribe: () => 'From the batch transcriber.' });
   discord = await FakeDiscord.start({
     token: TOKEN,
-    guilds: [
-      {
-        id: GUILD,
-        name: 'The Tavern',
-        channels: [
-          { id: TEXT, name: 'general', type: 0 },
-          { id: VOICE, name: 'Tavern', type: 2 },
-        ],
-        voiceStates: [{ userId: MEMBER, channelId: VOICE }],
-      },
-    ],
+    guilds: [tavern({ guild: GUILD, text: TEXT, voice: VOICE, member: MEMBER })],
     voice: testTls(),
   });
   voiceServer = discord.voice!;

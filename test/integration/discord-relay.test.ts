@@ -16,6 +16,7 @@ import { freePort } from '../../testkit/ports.js';
 import { NO_PHONE_BARGE_IN, startTestApp, type TestApp } from '../helpers/app.js';
 import { FakeGuildAccess, FakeInteraction } from '../helpers/discord/fake-interaction.js';
 import { RelayApp, until, type RelayAppSession } from '../helpers/relay-app.js';
+import { tavern } from '../helpers/discord/tavern.js';
 
 const GUILD = '910000000000000001';
 const TEXT = '920000000000000001';
@@ -41,17 +42,7 @@ beforeAll(async () => {
   stt = await FakeStt.start({ transcribe: () => TRANSCRIPT });
   discord = await FakeDiscord.start({
     token: TOKEN,
-    guilds: [
-      {
-        id: GUILD,
-        name: 'The Tavern',
-        channels: [
-          { id: TEXT, name: 'general', type: 0 },
-          { id: VOICE, name: 'Tavern', type: 2 },
-        ],
-        voiceStates: [{ userId: MEMBER, channelId: VOICE }],
-      },
-    ],
+    guilds: [tavern({ guild: GUILD, text: TEXT, voice: VOICE, member: MEMBER })],
     voice: testTls(),
   });
   voiceServer = discord.voice!;
