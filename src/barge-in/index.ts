@@ -14,6 +14,7 @@ export type { Tone } from '../audio/tone.js';
 export {
   EchoStream,
   SileroModel,
+  WASM_FALLBACK_LOG,
   SileroSession,
   SileroStream,
   sileroModelPath,

@@ -36,7 +36,7 @@ import {
   type ToVadWorker,
   type VadWorkerReady,
 } from './protocol.js';
-import type { SileroSessionOptions } from './silero.js';
+import { WASM_FALLBACK_LOG, type SileroSessionOptions } from './silero.js';
 
 export interface VadWorkersOptions {
   /** Worker threads; 'auto' (the default): one per core. */
@@ -155,10 +155,7 @@ export class VadWorkerPool implements DetectorSource, DetectorHost {
         // Every worker falls back alike (and again when one is replaced): said once.
         if (message.fallback !== undefined && !this.fallbackLogged) {
           this.fallbackLogged = true;
-          options.logger?.warn(
-            { runtime: message.runtime, reason: message.fallback },
-            'voice activity runs on WebAssembly: the native ONNX Runtime did not load (slower, same results)',
-          );
+          options.logger?.warn({ runtime: message.runtime, reason: message.fallback }, WASM_FALLBACK_LOG);
         }
       },
       onMessage: (slot, message) => this.onMessage(this.slots[slot]!, message),

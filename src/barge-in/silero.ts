@@ -36,6 +36,10 @@ const WARMUP_WINDOWS = 200;
 /** What both runtimes share (onnxruntime-common's API). */
 type Ort = Pick<typeof import('onnxruntime-web'), 'Tensor' | 'InferenceSession'>;
 
+/** What is logged, once, when Silero runs on WASM because the native runtime did not load. */
+export const WASM_FALLBACK_LOG =
+  'voice activity runs on WebAssembly: the native ONNX Runtime did not load (slower, same results)';
+
 /** The native runtime, an optional dependency (imported by name: it may not be installed). */
 export const NATIVE_ORT_PACKAGE = 'onnxruntime-node';
 

@@ -20,6 +20,7 @@ import { designResampler } from '../../audio/resampler.js';
 import {
   inThreadDetectors,
   SileroModel,
+  WASM_FALLBACK_LOG,
   startVadWorkers,
   type DetectorSource,
   type VadWorkerPool,
@@ -74,10 +75,7 @@ export async function startCalls(options: CallsPartOptions): Promise<CallsPart> 
       : undefined;
   const inThread = vadWorkers || !bargeIn.enabled ? undefined : await SileroModel.load();
   if (inThread?.fallback !== undefined)
-    logger.warn(
-      { runtime: inThread.runtime, reason: inThread.fallback },
-      'voice activity runs on WebAssembly: the native ONNX Runtime did not load (slower, same results)',
-    );
+    logger.warn({ runtime: inThread.runtime, reason: inThread.fallback }, WASM_FALLBACK_LOG);
   const vad: DetectorSource | undefined = vadWorkers ?? (inThread && inThreadDetectors(inThread));
   // Spoken answers to gathers are the VAD's turns: with barge-in off there are none to hear.
   const listening = [...options.loaded.grammars].flatMap(([flow, nodes]) =>
