@@ -353,7 +353,12 @@ describe('a call run by a TwiML webhook', () => {
     for (const [flow, message] of cases) {
       const started = performance.now();
       const c = await call({ flow });
-      await c.sse.until(() => ended(c.sse), 10_000);
+      // Named, so that a call that never ends says which webhook held it.
+      await c.sse
+        .until(() => ended(c.sse), 10_000)
+        .catch((error: unknown) => {
+          throw new Error(`the ${flow} webhook's call did not end: ${String(error)}`);
+        });
       expect(String(twimlEvents(c.sse).find((d) => d.error !== undefined)?.error)).toContain(message);
       expect(heard(c.sse)).toEqual([]);
       // Within the node's deadline (1 s), with room for a busy machine.
