@@ -37,7 +37,9 @@ import {
   type SileroRunner,
   type VadSampleRate,
 } from '../src/barge-in/silero.js';
-import { espeakSpeech } from '../testkit/audio.js';
+import { OUTPUT_SAMPLE_RATE } from '../src/service/engine/engine.js';
+import { BUILT_IN_VOICE_ID, builtInVoices } from '../src/service/voices/builtin.js';
+import { espeakSpeech, fliteSpeech } from '../testkit/audio.js';
 import { atLevel, EchoLine, ECHO_PATHS, LINE_NOISES_DBFS } from '../testkit/echo-line.js';
 import {
   botTrack,
@@ -56,6 +58,8 @@ const RATE = 8000;
 const CHUNK = 160;
 const ENGINE_RATE = 22_050;
 const GRID: PlayoutGrid = { sampleRate: RATE, advance: (REFERENCE_ADVANCE_MS * RATE) / 1000, chunk: CHUNK };
+/** The bot's voice: `espeak` (default) or `flite` (the default voice's engine, at its own level). */
+const BOT_VOICE = process.env['ECHO_OFFLINE_BOT'] ?? 'espeak';
 const ECHO_SECONDS = Number(process.env['ECHO_OFFLINE_SECONDS'] ?? 120);
 const TALK_OVERS = Number(process.env['ECHO_OFFLINE_TALK_OVERS'] ?? 30);
 const EARLY_CALLS = Number(process.env['ECHO_OFFLINE_EARLY_CALLS'] ?? 24);
@@ -285,13 +289,24 @@ async function runLine(
   return result;
 }
 
+/** eSpeak's speech, levelled at −20 dBFS: the lines the figures in docs/calls.md were measured on. */
+async function espeakLine(text: string, i: number): Promise<Int16Array> {
+  return atLevel(
+    resampleWhole(await espeakSpeech(text, i % 2 ? 'en-gb' : 'en-us', 50), ENGINE_RATE, RATE),
+    -20,
+  );
+}
+
+/** The default voice's speech (Flite), at its own level, as `npm start` speaks it. */
+async function fliteLine(text: string): Promise<Int16Array> {
+  const voice = builtInVoices().find((v) => v.voice_id === BUILT_IN_VOICE_ID)!.engine;
+  if (voice.engine !== 'flite') throw new Error(`the default voice is not Flite's but ${voice.engine}`);
+  return resampleWhole(await fliteSpeech(text, voice), OUTPUT_SAMPLE_RATE, RATE);
+}
+
 export async function benchEchoOffline(): Promise<void> {
   const cpu0 = process.cpuUsage();
-  const botLines = await Promise.all(
-    BOT_LINES.map(async (text, i) =>
-      atLevel(resampleWhole(await espeakSpeech(text, i % 2 ? 'en-gb' : 'en-us', 50), ENGINE_RATE, RATE), -20),
-    ),
-  );
+  const botLines = await Promise.all(BOT_LINES.map(BOT_VOICE === 'flite' ? fliteLine : espeakLine));
   // Every sentence in every voice but one: eSpeak's en-us+f3 (breathy) differs from run to run.
   const voices = VOICES.filter(([voice]) => voice !== 'en-us+f3');
   const speech: Utterance[] = await Promise.all(

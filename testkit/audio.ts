@@ -3,6 +3,8 @@ import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
 import { concatInt16 } from '../src/audio/pcm.js';
 import type { WordTiming } from '../src/service/engine/engine.js';
+import type { FliteVoiceParams } from '../src/service/engine/voice-params.js';
+import { FliteEngine } from '../src/service/engine/flite/engine.js';
 import { escapeSsml } from '../src/service/engine/espeak/ssml.js';
 import { WordMarks } from '../src/service/engine/espeak/word-marks.js';
 
@@ -31,6 +33,25 @@ export async function espeakSpeech(
   w.synthesize(text, (s) => {
     parts.push(s.slice());
     return false;
+  });
+  return concatInt16(parts);
+}
+
+let flite: Promise<FliteEngine> | undefined;
+
+/**
+ * Flite's speech in one of the built-in voices' settings (src/service/voices/builtin.ts), at the
+ * engine's own level and the service's rate (24 000 Hz), as the local service speaks it before the speaker
+ * resamples it: e.g. the default voice's echo, which is quieter than eSpeak's and never silent.
+ */
+export async function fliteSpeech(text: string, voice: FliteVoiceParams): Promise<Int16Array> {
+  flite ??= FliteEngine.load();
+  const engine = await flite;
+  engine.prepare();
+  const parts: Int16Array[] = [];
+  engine.synthesize(text, voice, false, {
+    audio: (samples) => parts.push(samples.slice()) > 0,
+    words: () => undefined,
   });
   return concatInt16(parts);
 }

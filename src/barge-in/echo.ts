@@ -110,7 +110,7 @@ export class EchoEstimator {
   private readonly inBands = new Float64Array(BANDS);
   private readonly refBands = new Float64Array(BANDS);
   private readonly history = new ReferenceHistory();
-  private readonly noise = new NoiseFloor();
+  private readonly noise: NoiseFloor;
   private readonly inBits = new InboundBits();
   private readonly delay = new DelayTracker();
   private readonly search = new WideSearch();
@@ -128,6 +128,7 @@ export class EchoEstimator {
     this.analyser = new PairAnalyser(sampleRate);
     this.hop = this.analyser.hopSamples;
     this.moves = new ReferenceMoves(this.hop);
+    this.noise = new NoiseFloor(sampleRate);
     this.cancellation = new Cancellation(sampleRate);
   }
 
@@ -270,7 +271,7 @@ export class EchoEstimator {
         this.cancellation.judging(searching) ? this.cancellation : undefined,
       );
     }
-    return this.verdict.judgeCell(this.inBands, this.noise.bands, noiseTotal);
+    return this.verdict.judgeCell(this.inBands, this.noise.line, noiseTotal);
   }
 
   /** The echo is looked for over lags `lo`…`hi` (`lost`: it left the delay, and may be back at once). */

@@ -17,6 +17,15 @@ export function hopSamples(sampleRate: VadSampleRate): number {
   return (sampleRate * HOP_MS) / 1000;
 }
 
+/**
+ * A band's power (as the analysers give it) of white noise at `dbfs` RMS: per bin, twice its variance
+ * over the transform's length.
+ */
+export function bandPowerOfNoise(sampleRate: VadSampleRate, dbfs: number): number {
+  const rms = 32768 * 10 ** (dbfs / 20);
+  return (2 * rms * rms) / (2 * hopSamples(sampleRate));
+}
+
 /** A Hann window of `n` samples. */
 function hann(n: number): Float64Array {
   return Float64Array.from({ length: n }, (_, i) => 0.5 - 0.5 * Math.cos((2 * Math.PI * i) / n));

@@ -2,8 +2,23 @@
  * The caller's line's noise floor per band: the minimum of the smoothed band power over the current
  * block of cells and the one before (1–2 s). Speech, the bot's echo included, has pauses within that;
  * a noisier line (or one back from a dropout's digital silence) raises it within two blocks.
+ *
+ * What the caller must stand over (`line`, and the total `push` returns) never goes under
+ * `LINE_FLOOR_DBFS`: on a line with no noise the floor is the codec's crumbs, and the faint tail of a
+ * bot's word (a voice whose pauses are not digital silence, as Flite's are not) echoes as crumbs a few
+ * dB over them that no prediction follows (docs/calls.md, _A line with no noise_). The floor itself
+ * (`bands`) stays the crumbs': the far end's playout stopping (a gap) shows as the line falling to them.
  */
+import type { VadSampleRate } from '../sample-rate.js';
+import { bandPowerOfNoise } from './analyser.js';
 import { BANDS } from './cells.js';
+
+/**
+ * The floor's least level, as white noise over the line's band (dBFS RMS): 30 dB under the quietest
+ * speech the detector takes (its energy gate's −50 dBFS, at a line's level of −20 to −40), and over
+ * G.711's crumbs near zero (−75 to −85 dBFS).
+ */
+export const LINE_FLOOR_DBFS = -70;
 
 /** The floor from minimum statistics sits under the mean noise: this puts it back (≈ 3 dB). */
 export const NOISE_BIAS = 2;
@@ -13,14 +28,22 @@ const NOISE_BLOCK_CELLS = 125;
 export class NoiseFloor {
   /** Per band, the floor (under the mean noise: times `NOISE_BIAS` for that). */
   readonly bands = new Float64Array(BANDS);
+  /** Per band, the floor no lower than `LINE_FLOOR_DBFS`: what the caller must stand over. */
+  readonly line = new Float64Array(BANDS);
   private readonly smoothed = new Float64Array(BANDS);
   /** Minimum of the smoothed power per band in the current block, and in the one before. */
   private readonly blockMin = new Float64Array(BANDS);
   private readonly previousMin = new Float64Array(BANDS);
   private blockCells = 0;
   private started = false;
+  /** `LINE_FLOOR_DBFS` as a band's power. */
+  private readonly least: number;
 
-  /** The next cell's band powers; returns the mean noise over all bands (the floor times the bias). */
+  constructor(sampleRate: VadSampleRate) {
+    this.least = bandPowerOfNoise(sampleRate, LINE_FLOOR_DBFS);
+  }
+
+  /** The next cell's band powers; returns the mean noise over all bands (`line` times the bias). */
   push(powers: Float64Array): number {
     let total = 0;
     for (let b = 0; b < BANDS; b++) {
@@ -31,7 +54,8 @@ export class NoiseFloor {
       if (!this.started) this.previousMin[b] = s;
       this.blockMin[b] = this.blockCells === 0 ? s : Math.min(this.blockMin[b]!, s);
       this.bands[b] = Math.min(this.blockMin[b]!, this.previousMin[b]!);
-      total += this.bands[b]! * NOISE_BIAS;
+      this.line[b] = Math.max(this.least, this.bands[b]!);
+      total += this.line[b]! * NOISE_BIAS;
     }
     this.started = true;
     if (++this.blockCells >= NOISE_BLOCK_CELLS) {
