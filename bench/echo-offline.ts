@@ -38,8 +38,7 @@ import {
   type VadSampleRate,
 } from '../src/barge-in/silero.js';
 import { OUTPUT_SAMPLE_RATE } from '../src/service/engine/engine.js';
-import { BUILT_IN_VOICE_ID, builtInVoices } from '../src/service/voices/builtin.js';
-import { espeakSpeech, fliteSpeech } from '../testkit/audio.js';
+import { defaultVoiceSpeech, espeakSpeech } from '../testkit/audio.js';
 import { atLevel, EchoLine, ECHO_PATHS, LINE_NOISES_DBFS } from '../testkit/echo-line.js';
 import {
   botTrack,
@@ -299,9 +298,7 @@ async function espeakLine(text: string, i: number): Promise<Int16Array> {
 
 /** The default voice's speech (Flite), at its own level, as `npm start` speaks it. */
 async function fliteLine(text: string): Promise<Int16Array> {
-  const voice = builtInVoices().find((v) => v.voice_id === BUILT_IN_VOICE_ID)!.engine;
-  if (voice.engine !== 'flite') throw new Error(`the default voice is not Flite's but ${voice.engine}`);
-  return resampleWhole(await fliteSpeech(text, voice), OUTPUT_SAMPLE_RATE, RATE);
+  return resampleWhole(await defaultVoiceSpeech(text), OUTPUT_SAMPLE_RATE, RATE);
 }
 
 export async function benchEchoOffline(): Promise<void> {

@@ -5,6 +5,7 @@ import { concatInt16 } from '../src/audio/pcm.js';
 import type { WordTiming } from '../src/service/engine/engine.js';
 import type { FliteVoiceParams } from '../src/service/engine/voice-params.js';
 import { FliteEngine } from '../src/service/engine/flite/engine.js';
+import { BUILT_IN_VOICE_ID, builtInVoices } from '../src/service/voices/builtin.js';
 import { escapeSsml } from '../src/service/engine/espeak/ssml.js';
 import { WordMarks } from '../src/service/engine/espeak/word-marks.js';
 
@@ -54,6 +55,16 @@ export async function fliteSpeech(text: string, voice: FliteVoiceParams): Promis
     words: () => undefined,
   });
   return concatInt16(parts);
+}
+
+/**
+ * The default voice's speech (`voxbridge-default`, Flite) at its own level, 24 000 Hz: what `npm start`
+ * speaks.
+ */
+export async function defaultVoiceSpeech(text: string): Promise<Int16Array> {
+  const voice = builtInVoices().find((v) => v.voice_id === BUILT_IN_VOICE_ID)!.engine;
+  if (voice.engine !== 'flite') throw new Error(`the default voice is not Flite's but ${voice.engine}'s`);
+  return fliteSpeech(text, voice);
 }
 
 /**

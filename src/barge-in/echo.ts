@@ -260,7 +260,12 @@ export class EchoEstimator {
       // on a clean line, where the detector heeds no verdict (Silero judges it as a silent line).
       if (this.status.playedCells <= BOUND_CELLS && !this.status.wasClean(found))
         this.verdict.predictBounded(this.inBands, this.history, this.bound, gain);
-      else this.verdict.predictUnknown(this.history, gain);
+      else
+        this.verdict.predictUnknown(
+          this.history,
+          gain,
+          this.status.unseen(found) ? this.noise.line : undefined,
+        );
     } else {
       const searching = this.search.searching;
       this.verdict.predict(

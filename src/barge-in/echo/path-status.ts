@@ -36,6 +36,14 @@ const UNCONVERGED_GAIN = 10 ** (-6 / 10);
  */
 const UNSEEN_GAIN = 10 ** (-20 / 10);
 /**
+ * …or as loud as the line's noise over the bot's usual level lets it hide, up to 12 dB under the bot: a
+ * quiet bot's echo on a noisy line (Flite's, 7 dB under eSpeak's, on a 12 dB path) sat at a −40 dBFS
+ * line's noise, was never found, and passed for the caller 11 times in 2 min of `bench echo-offline`
+ * (1–2 with this). Up to a hybrid's worst (6 dB) slowed talk-overs on a 10 dB SNR line, p95 264 →
+ * 1045 ms; at 12 dB, 295 ms.
+ */
+export const MAX_UNSEEN_GAIN = 10 ** (-12 / 10);
+/**
  * An echo path whose gain settled under this (dB, the mean over bands) never showed over the line: on a
  * line without echo, the caller's speech can match the bot's at some lag by chance, after a minute or
  * two of talking over it. When the delay then moves, the new one is judged as a first path, not as a
@@ -111,7 +119,12 @@ export class PathStatus {
    * or where none was found or the line has shown none, under what the search sees.
    */
   unknownGain(delayFound: boolean): number {
-    return this.absent(delayFound) || this.quietLine ? UNSEEN_GAIN : UNCONVERGED_GAIN;
+    return this.unseen(delayFound) ? UNSEEN_GAIN : UNCONVERGED_GAIN;
+  }
+
+  /** No echo was found, or the line has shown none: one may still hide about its noise. */
+  unseen(delayFound: boolean): boolean {
+    return this.absent(delayFound) || this.quietLine;
   }
 
   /**

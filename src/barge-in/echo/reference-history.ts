@@ -104,6 +104,11 @@ export class ReferenceHistory {
     return this.peak.max(b);
   }
 
+  /** Band `b`'s usual power while the bot plays (the running mean of its log). */
+  usualOf(b: number): number {
+    return Math.exp(this.mean[b]!);
+  }
+
   /** Forgets the cells; the bands' running means are kept. */
   reset(): void {
     this.power.fill(0);

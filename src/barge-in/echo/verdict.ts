@@ -12,6 +12,7 @@ import type { EchoBound } from './echo-bound.js';
 import { BANDS } from './cells.js';
 import type { LossTracker } from './loss-tracker.js';
 import { NOISE_BIAS } from './noise-floor.js';
+import { MAX_UNSEEN_GAIN } from './path-status.js';
 import type { ReferenceHistory } from './reference-history.js';
 
 /** A band holds the caller when above the predicted echo by this much, plus its noise by NOISE_MARGIN. */
@@ -109,12 +110,23 @@ export class Verdict {
     }
   }
 
-  /** The cell's echo with no delay known: the bot at its loudest over every lag, times `gain`. */
-  predictUnknown(history: ReferenceHistory, gain: number): void {
+  /**
+   * The cell's echo with no delay known: the bot at its loudest over every lag, times `gain`; with
+   * `hiddenUnder` (the line's noise floor, where no echo was seen), per band at least as loud as an
+   * echo of the bot's usual level could be and hide in that noise (up to `MAX_UNSEEN_GAIN`).
+   */
+  predictUnknown(history: ReferenceHistory, gain: number, hiddenUnder?: Float64Array): void {
     this.known = false;
     this.bounded = false;
     this.cancellation = undefined;
-    for (let b = 0; b < BANDS; b++) this.echo[b] = history.peakOf(b) * gain;
+    for (let b = 0; b < BANDS; b++) {
+      let g = gain;
+      if (hiddenUnder) {
+        const hidden = (hiddenUnder[b]! * NOISE_BIAS) / history.usualOf(b);
+        g = Math.max(g, Math.min(MAX_UNSEEN_GAIN, hidden));
+      }
+      this.echo[b] = history.peakOf(b) * g;
+    }
   }
 
   /**

@@ -16,7 +16,8 @@ import {
   SpeechOnsetDetector,
   type EchoVerdict,
 } from '../../../src/barge-in/index.js';
-import { espeakSpeech } from '../../../testkit/audio.js';
+import { OUTPUT_SAMPLE_RATE } from '../../../src/service/engine/engine.js';
+import { defaultVoiceSpeech, espeakSpeech } from '../../../testkit/audio.js';
 import { ECHO_PATHS, EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
 import { seeded } from '../../../testkit/random.js';
 import {
@@ -50,14 +51,9 @@ let botLines: Int16Array[];
 let callers: Array<{ samples: Int16Array; onset: number }>;
 let model: SileroModel;
 
-beforeAll(async () => {
+/** The bot talking for 75 s: `lines` one after another, with pauses of 0.2–0.7 s between them. */
+function botTalking(lines: readonly Int16Array[]): Int16Array {
   const random = seeded(5);
-  const lines = await Promise.all(
-    BOT_LINES.map(async (text, i) =>
-      atLevel(resampleWhole(await espeakSpeech(text, i % 2 ? 'en-gb' : 'en-us', 50), ENGINE_RATE, RATE), -20),
-    ),
-  );
-  botLines = lines;
   const parts: Int16Array[] = [];
   let length = 0;
   for (let i = 0; length < RATE * 75; i++) {
@@ -65,12 +61,22 @@ beforeAll(async () => {
     parts.push(lines[i % lines.length]!, pause);
     length += lines[i % lines.length]!.length + pause.length;
   }
-  bot = new Int16Array(length + RATE);
+  const track = new Int16Array(length + RATE);
   let offset = 0;
   for (const p of parts) {
-    bot.set(p, offset);
+    track.set(p, offset);
     offset += p.length;
   }
+  return track;
+}
+
+beforeAll(async () => {
+  botLines = await Promise.all(
+    BOT_LINES.map(async (text, i) =>
+      atLevel(resampleWhole(await espeakSpeech(text, i % 2 ? 'en-gb' : 'en-us', 50), ENGINE_RATE, RATE), -20),
+    ),
+  );
+  bot = botTalking(botLines);
   callers = await Promise.all(
     UTTERANCES.slice(0, 6).map(async (text, i) => {
       const [voice, pitch] = VOICES[i % VOICES.length]!;
@@ -223,7 +229,8 @@ describe('echo estimator', () => {
 describe('echo-aware barge-in detector', () => {
   /**
    * Feeds `seconds` of the line in 20 ms chunks; the onsets found, as detected (ms). `echo: false`:
-   * without echo detection; `'bot silent'`: neither a reference nor the bot audible.
+   * without echo detection; `'bot silent'`: neither a reference nor the bot audible. `voice`: the bot's
+   * audio (default eSpeak's lines, `bot`).
    */
   async function run(
     line: Line,
@@ -231,7 +238,9 @@ describe('echo-aware barge-in detector', () => {
     caller?: Int16Array,
     echo: boolean | 'bot silent' = true,
     denoise = true,
+    voice = bot,
   ): Promise<number[]> {
+    const bot = voice;
     const detector = new SpeechOnsetDetector(model, {
       sampleRate: RATE,
       echo: echo === true,
@@ -526,12 +535,36 @@ describe('echo-aware barge-in detector', () => {
     const latencies = onsets.map((on) => found.find((d) => d >= on && d < on + 1500)! - on);
     expect(latencies.every((l) => Number.isFinite(l))).toBe(true);
     expect(found.length).toBe(onsets.length);
-    // On the inbound timeline. Measured: 10 onsets in 1807 ms in all (median 192). With a 160 ms run,
-    // 2959 (median 219), and judged cell by cell alone the echo's veto held two of them back by 100–160
-    // ms more (3311 ms).
+    // On the inbound timeline. Measured: 10 onsets in 2031 ms in all. The echo, 2 dB under the noise,
+    // is never found here, and is taken as loud as it could be and hide in that noise (path-status.ts,
+    // `MAX_UNSEEN_GAIN`); taken 20 dB under the bot, 1807 ms (median 192), but a quieter bot's echo then
+    // passed for the caller. With a 160 ms run, 2959 (median 219), and judged cell by cell alone the
+    // echo's veto held two of them back by 100–160 ms more (3311 ms).
     latencies.sort((a, b) => a - b);
     expect(latencies[Math.floor(latencies.length / 2)]).toBeLessThan(250);
-    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(1950);
+    expect(latencies.reduce((a, b) => a + b)).toBeLessThan(2200);
+  }, 60_000);
+
+  it("the default voice's echo (Flite: quieter than eSpeak's, its pauses never silent) never barges in, on a line with no noise or hidden in a line's noise", async () => {
+    // Flite's pauses echo as G.711's crumbs, a few dB over a silent line's own (the line a caller
+    // must stand over is never under −70 dBFS); on a 12 dB path its echo sits at a −40 dBFS line's
+    // noise, is never found, and is taken as loud as it could be and hide there. Measured: none on any
+    // of the three; without both, the first line alone barged in 4 times in its 60 s.
+    const voice = botTalking(
+      await Promise.all(
+        BOT_LINES.map(async (text) =>
+          resampleWhole(await defaultVoiceSpeech(text), OUTPUT_SAMPLE_RATE, RATE),
+        ),
+      ),
+    );
+    for (const line of [
+      { delayMs: 40, erlDb: 6 },
+      { delayMs: 150, erlDb: 12 },
+      { delayMs: 150, erlDb: 12, noiseDbfs: -40 },
+    ]) {
+      const found = await run(line, 60, undefined, true, true, voice);
+      expect({ line, found: found.filter((d) => d >= 3000) }).toEqual({ line, found: [] });
+    }
   }, 60_000);
 
   it('over a 6 dB hybrid (40 ms, 20 dB SNR), the canceller takes the echo out from under a caller as loud as it', async () => {
