@@ -112,21 +112,25 @@ export class Verdict {
 
   /**
    * The cell's echo with no delay known: the bot at its loudest over every lag, times `gain`; with
-   * `hiddenUnder` (the line's noise floor, where no echo was seen), per band at least as loud as an
-   * echo of the bot's usual level could be and hide in that noise (up to `MAX_UNSEEN_GAIN`).
+   * `hiddenUnder` (the line's noise floor, where no echo was seen), at least as loud as an echo of the
+   * bot's usual level could be and hide in that noise (over all bands: the line's loudness is how an
+   * echo shows, and the bot's strongest bands stand over the noise first), up to `MAX_UNSEEN_GAIN`.
    */
   predictUnknown(history: ReferenceHistory, gain: number, hiddenUnder?: Float64Array): void {
     this.known = false;
     this.bounded = false;
     this.cancellation = undefined;
-    for (let b = 0; b < BANDS; b++) {
-      let g = gain;
-      if (hiddenUnder) {
-        const hidden = (hiddenUnder[b]! * NOISE_BIAS) / history.usualOf(b);
-        g = Math.max(g, Math.min(MAX_UNSEEN_GAIN, hidden));
+    let g = gain;
+    if (hiddenUnder) {
+      let noise = 0;
+      let usual = 0;
+      for (let b = 0; b < BANDS; b++) {
+        noise += hiddenUnder[b]! * NOISE_BIAS;
+        usual += history.usualOf(b);
       }
-      this.echo[b] = history.peakOf(b) * g;
+      g = Math.max(g, Math.min(MAX_UNSEEN_GAIN, noise / usual));
     }
+    for (let b = 0; b < BANDS; b++) this.echo[b] = history.peakOf(b) * g;
   }
 
   /**
