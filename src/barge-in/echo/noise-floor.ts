@@ -36,15 +36,27 @@ export class NoiseFloor {
   private readonly previousMin = new Float64Array(BANDS);
   private blockCells = 0;
   private started = false;
+  /** A cell was pushed since the reset (the analyser's frames are whole from the next one on). */
+  private framed = false;
   /** `LINE_FLOOR_DBFS` as a band's power. */
   private readonly least: number;
 
   constructor(sampleRate: VadSampleRate) {
     this.least = bandPowerOfNoise(sampleRate, LINE_FLOOR_DBFS);
+    this.line.fill(this.least);
   }
 
-  /** The next cell's band powers; returns the mean noise over all bands (`line` times the bias). */
+  /**
+   * The next cell's band powers; returns the mean noise over all bands (`line` times the bias). The
+   * first cell after a reset is not learnt: its transform's frame is half empty (3 dB under the line),
+   * and as the floor for two blocks it let the noise alone pass for the caller in a call's first
+   * seconds.
+   */
   push(powers: Float64Array): number {
+    if (!this.framed) {
+      this.framed = true;
+      return this.line.reduce((sum, p) => sum + p * NOISE_BIAS, 0);
+    }
     let total = 0;
     for (let b = 0; b < BANDS; b++) {
       const p = powers[b]!;
@@ -69,5 +81,7 @@ export class NoiseFloor {
   reset(): void {
     this.blockCells = 0;
     this.started = false;
+    this.framed = false;
+    this.line.fill(this.least);
   }
 }

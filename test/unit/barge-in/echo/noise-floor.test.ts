@@ -9,6 +9,13 @@ const UNIT = bandPowerOfNoise(8000, -60);
 const level = (power: number): Float64Array => new Float64Array(BANDS).fill(power * UNIT);
 
 describe('noise floor', () => {
+  it("does not learn the first cell, half a transform's frame", () => {
+    const floor = new NoiseFloor(8000);
+    floor.push(level(1));
+    for (let i = 0; i < 10; i++) floor.push(level(2));
+    expect(floor.bands[0]! / UNIT).toBeCloseTo(2, 9);
+  });
+
   it('on a steady line is the line, and its total the mean noise over all bands', () => {
     const floor = new NoiseFloor(8000);
     let total = 0;
@@ -37,6 +44,8 @@ describe('noise floor', () => {
     const floor = new NoiseFloor(8000);
     for (let i = 0; i < 200; i++) floor.push(level(1));
     floor.reset();
+    // The first cell after a reset is half a transform's frame (3 dB under the line): not learnt.
+    floor.push(level(25));
     floor.push(level(50));
     expect(floor.bands[0]! / UNIT).toBeCloseTo(50, 9);
   });
