@@ -254,18 +254,13 @@ export class EchoEstimator {
       // found, or the line has shown none (a chance match settling), it may still be there, under what
       // the search sees.
       const found = this.delay.cells !== undefined;
-      const gain = this.status.unknownGain(found);
+      const gain = this.status.unknownGain(found, this.history, this.noise.line);
       // A call's first seconds: the echo as bounded lag by lag (echo/echo-bound.ts); later, on a line
       // whose path is still unknown, the bot at its loudest again, which costs a tenth as much; and so
       // on a clean line, where the detector heeds no verdict (Silero judges it as a silent line).
       if (this.status.playedCells <= BOUND_CELLS && !this.status.wasClean(found))
         this.verdict.predictBounded(this.inBands, this.history, this.bound, gain);
-      else
-        this.verdict.predictUnknown(
-          this.history,
-          gain,
-          this.status.unseen(found) ? this.noise.line : undefined,
-        );
+      else this.verdict.predictUnknown(this.history, gain);
     } else {
       const searching = this.search.searching;
       this.verdict.predict(

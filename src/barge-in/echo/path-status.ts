@@ -6,7 +6,9 @@
  * over its noise there is not the bot. Figures: docs/calls.md, _Before the path is known_ and _A clean
  * line_.
  */
-import { MEAN_ALPHA } from './cells.js';
+import { BANDS, MEAN_ALPHA } from './cells.js';
+import { NOISE_BIAS } from './noise-floor.js';
+import type { ReferenceHistory } from './reference-history.js';
 
 /**
  * Active reference cells with no delay found after which the echo counts as absent (≈ 2 s), provided
@@ -42,7 +44,7 @@ const UNSEEN_GAIN = 10 ** (-20 / 10);
  * (1–2 with this). Up to a hybrid's worst (6 dB) slowed talk-overs on a 10 dB SNR line, p95 264 →
  * 1045 ms; at 12 dB, 295 ms.
  */
-export const MAX_UNSEEN_GAIN = 10 ** (-12 / 10);
+const MAX_UNSEEN_GAIN = 10 ** (-12 / 10);
 /**
  * An echo path whose gain settled under this (dB, the mean over bands) never showed over the line: on a
  * line without echo, the caller's speech can match the bot's at some lag by chance, after a minute or
@@ -115,16 +117,24 @@ export class PathStatus {
   }
 
   /**
-   * With no settled path, how loud the echo may be against the bot at its loudest: a hybrid's worst,
-   * or where none was found or the line has shown none, under what the search sees.
+   * With no settled path, how loud the echo may be against the bot at its loudest: a hybrid's worst;
+   * or where none was found or the line has shown none, under what the search sees, but at least as
+   * loud as an echo of the bot's usual level could be and hide in the line's noise (`noise`, the line
+   * a caller must stand over; the bot's usual power over all bands, `history`: the line's loudness is
+   * how an echo shows, and the bot's strong bands stand over a white noise first), up to
+   * `MAX_UNSEEN_GAIN`.
    */
-  unknownGain(delayFound: boolean): number {
-    return this.unseen(delayFound) ? UNSEEN_GAIN : UNCONVERGED_GAIN;
-  }
-
-  /** No echo was found, or the line has shown none: one may still hide about its noise. */
-  unseen(delayFound: boolean): boolean {
-    return this.absent(delayFound) || this.quietLine;
+  unknownGain(delayFound: boolean, history: ReferenceHistory, noise: Float64Array): number {
+    if (!this.absent(delayFound) && !this.quietLine) return UNCONVERGED_GAIN;
+    let line = 0;
+    let usual = 0;
+    for (let b = 0; b < BANDS; b++) {
+      line += noise[b]! * NOISE_BIAS;
+      usual += history.usualOf(b);
+    }
+    // In whole dB: the first seconds' bound recomputes its gains whenever this changes.
+    const db = Math.round(10 * Math.log10(Math.max(UNSEEN_GAIN, Math.min(MAX_UNSEEN_GAIN, line / usual))));
+    return 10 ** (db / 10);
   }
 
   /**

@@ -12,7 +12,6 @@ import type { EchoBound } from './echo-bound.js';
 import { BANDS } from './cells.js';
 import type { LossTracker } from './loss-tracker.js';
 import { NOISE_BIAS } from './noise-floor.js';
-import { MAX_UNSEEN_GAIN } from './path-status.js';
 import type { ReferenceHistory } from './reference-history.js';
 
 /** A band holds the caller when above the predicted echo by this much, plus its noise by NOISE_MARGIN. */
@@ -110,27 +109,12 @@ export class Verdict {
     }
   }
 
-  /**
-   * The cell's echo with no delay known: the bot at its loudest over every lag, times `gain`; with
-   * `hiddenUnder` (the line's noise floor, where no echo was seen), at least as loud as an echo of the
-   * bot's usual level could be and hide in that noise (over all bands: the line's loudness is how an
-   * echo shows, and the bot's strongest bands stand over the noise first), up to `MAX_UNSEEN_GAIN`.
-   */
-  predictUnknown(history: ReferenceHistory, gain: number, hiddenUnder?: Float64Array): void {
+  /** The cell's echo with no delay known: the bot at its loudest over every lag, times `gain`. */
+  predictUnknown(history: ReferenceHistory, gain: number): void {
     this.known = false;
     this.bounded = false;
     this.cancellation = undefined;
-    let g = gain;
-    if (hiddenUnder) {
-      let noise = 0;
-      let usual = 0;
-      for (let b = 0; b < BANDS; b++) {
-        noise += hiddenUnder[b]! * NOISE_BIAS;
-        usual += history.usualOf(b);
-      }
-      g = Math.max(g, Math.min(MAX_UNSEEN_GAIN, noise / usual));
-    }
-    for (let b = 0; b < BANDS; b++) this.echo[b] = history.peakOf(b) * g;
+    for (let b = 0; b < BANDS; b++) this.echo[b] = history.peakOf(b) * gain;
   }
 
   /**

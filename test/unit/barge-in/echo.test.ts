@@ -553,8 +553,10 @@ describe('echo-aware barge-in detector', () => {
   it("the default voice's echo (Flite: quieter than eSpeak's, its pauses never silent) never barges in, on a line with no noise or hidden in a line's noise", async () => {
     // Flite's pauses echo as G.711's crumbs, a few dB over a silent line's own (the line a caller
     // must stand over is never under −70 dBFS); on a 12 dB path its echo sits at a −40 dBFS line's
-    // noise, is never found, and is taken as loud as it could be and hide there. Measured: none on any
-    // of the three; without both, the first line alone barged in 4 times in its 60 s.
+    // noise, is never found, and is taken as loud as it could be and hide there, in a call's first
+    // seconds too (the last three lines, from `bench talkers`, were cut there, and again as the rest was
+    // resumed). Measured: none on any; without the floor and the hidden echo, the first line alone
+    // barged in 4 times in its 60 s; with them but not in the first seconds, the fifth once.
     const voice = botTalking(
       await Promise.all(
         BOT_LINES.map(async (text) =>
@@ -566,9 +568,12 @@ describe('echo-aware barge-in detector', () => {
       { delayMs: 40, erlDb: 6 },
       { delayMs: 150, erlDb: 12 },
       { delayMs: 150, erlDb: 12, noiseDbfs: -40 },
+      { delayMs: 152, erlDb: 12, noiseDbfs: -41.7 },
+      { delayMs: 135, erlDb: 11, noiseDbfs: -40.9 },
+      { delayMs: 262, erlDb: 14, noiseDbfs: -42.8 },
     ]) {
       const found = await run(line, 60, undefined, true, true, voice);
-      expect({ line, found: found.filter((d) => d >= 3000) }).toEqual({ line, found: [] });
+      expect({ line, found }).toEqual({ line, found: [] });
     }
   }, 60_000);
 

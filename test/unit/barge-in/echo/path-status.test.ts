@@ -1,6 +1,20 @@
 /** What is known of the path alone: an echo absent, a clean line, a path that settled before. */
 import { describe, expect, it } from 'vitest';
+import { BANDS } from '../../../../src/barge-in/echo/cells.js';
+import { NOISE_BIAS } from '../../../../src/barge-in/echo/noise-floor.js';
 import { PathStatus } from '../../../../src/barge-in/echo/path-status.js';
+import { ReferenceHistory } from '../../../../src/barge-in/echo/reference-history.js';
+
+/** The bot's reference, each band usually at `BOT_POWER`. */
+const BOT_POWER = 1e6;
+const history = new ReferenceHistory();
+for (let i = 0; i < 2000; i++) history.push(new Float64Array(BANDS).fill(BOT_POWER), BOT_POWER * BANDS);
+/** A line's noise floor (the line a caller must stand over) whose mean is `db` against the bot's usual level. */
+const noiseAt = (db: number): Float64Array =>
+  new Float64Array(BANDS).fill((BOT_POWER * 10 ** (db / 10)) / NOISE_BIAS);
+const QUIET = noiseAt(-60);
+const gainDb = (status: PathStatus, found: boolean, noise = QUIET): number =>
+  10 * Math.log10(status.unknownGain(found, history, noise));
 
 /** `cells` cells of the bot talking, the caller's line `overDb` over its noise. */
 function hear(status: PathStatus, overDb: number, cells: number): void {
@@ -39,12 +53,24 @@ describe('path status', () => {
 
   it('takes an unknown echo at a hybrid’s worst (6 dB), under what the search sees (20 dB) where none was found', () => {
     const status = new PathStatus();
-    expect(10 * Math.log10(status.unknownGain(false))).toBeCloseTo(-6, 6);
+    expect(gainDb(status, false)).toBeCloseTo(-6, 6);
     hear(status, 0, 300);
-    expect(10 * Math.log10(status.unknownGain(false))).toBeCloseTo(-20, 6);
+    expect(gainDb(status, false)).toBeCloseTo(-20, 6);
     // A clean line stays quiet for a delay found later (a chance match).
     status.clean(false);
-    expect(10 * Math.log10(status.unknownGain(true))).toBeCloseTo(-20, 6);
+    expect(gainDb(status, true)).toBeCloseTo(-20, 6);
+  });
+
+  it('where none was found, takes the echo as loud as one of the bot’s usual level could hide in the noise, up to 12 dB under the bot', () => {
+    const status = new PathStatus();
+    // Not found absent yet: a hybrid's worst, whatever the noise.
+    expect(gainDb(status, false, noiseAt(-3))).toBeCloseTo(-6, 6);
+    hear(status, 0, 300);
+    expect(gainDb(status, false, noiseAt(-40))).toBeCloseTo(-20, 6);
+    expect(gainDb(status, false, noiseAt(-15))).toBeCloseTo(-15, 6);
+    // In whole dB.
+    expect(gainDb(status, false, noiseAt(-15.3))).toBeCloseTo(-15, 6);
+    expect(gainDb(status, false, noiseAt(-3))).toBeCloseTo(-12, 6);
   });
 
   it('remembers a settled path, and forgets it when it moves having never shown over the line', () => {
@@ -56,11 +82,11 @@ describe('path status', () => {
     expect(status.settledBefore).toBe(true);
     status.pathMoved(-12);
     expect(status.settledBefore).toBe(true);
-    expect(10 * Math.log10(status.unknownGain(true))).toBeCloseTo(-6, 6);
+    expect(gainDb(status, true)).toBeCloseTo(-6, 6);
     status.pathMoved(-50);
     expect(status.settledBefore).toBe(false);
-    expect(10 * Math.log10(status.unknownGain(true))).toBeCloseTo(-20, 6);
+    expect(gainDb(status, true)).toBeCloseTo(-20, 6);
     status.reset();
-    expect(10 * Math.log10(status.unknownGain(true))).toBeCloseTo(-6, 6);
+    expect(gainDb(status, true)).toBeCloseTo(-6, 6);
   });
 });
