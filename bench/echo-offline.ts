@@ -8,8 +8,9 @@
  *
  * 18 lines, all 8 kHz through mu-law: echo paths of 40–300 ms and 6–30 dB echo return loss, and lines
  * without echo, each with no line noise, at 20 and at 10 dB SNR (against the bot's and the caller's
- * −20 dBFS speech). The bot's speech is eSpeak's (testkit/audio.ts), replies with short pauses between
- * them; the caller's are `UTTERANCES` × `VOICES` (testkit/vad-audio.ts) but one.
+ * −20 dBFS speech). The bot's speech is the default voice's (Flite, at its own level) and then eSpeak's
+ * (`ECHO_OFFLINE_BOT`), replies with short pauses between them; the caller's are `UTTERANCES` ×
+ * `VOICES` (testkit/vad-audio.ts) but one.
  *
  * - (a) Echo alone: the bot talks to a caller who only echoes it, `ECHO_OFFLINE_SECONDS` per line
  *   (default 120); every onset is a false barge-in. Also with each reply heard up to ±30 ms from
@@ -57,8 +58,23 @@ const RATE = 8000;
 const CHUNK = 160;
 const ENGINE_RATE = 22_050;
 const GRID: PlayoutGrid = { sampleRate: RATE, advance: (REFERENCE_ADVANCE_MS * RATE) / 1000, chunk: CHUNK };
-/** The bot's voice: `espeak` (default) or `flite` (the default voice's engine, at its own level). */
-const BOT_VOICE = process.env['ECHO_OFFLINE_BOT'] ?? 'espeak';
+/**
+ * The bot's voices, each run in turn (`ECHO_OFFLINE_BOT`, comma-separated): `flite`, the default voice
+ * at its own level (what `npm start` speaks), and `espeak`, eSpeak's at −20 dBFS (the figures in
+ * docs/calls.md before the default voice became Flite's).
+ */
+const BOT_VOICES = {
+  flite: { title: 'the default voice (Flite, at its own level)', line: fliteLine },
+  espeak: { title: "eSpeak's, at −20 dBFS", line: espeakLine },
+} as const;
+type BotVoice = keyof typeof BOT_VOICES;
+function botVoices(): BotVoice[] {
+  const names = (process.env['ECHO_OFFLINE_BOT'] ?? 'flite,espeak').split(',').map((v) => v.trim());
+  for (const name of names)
+    if (!(name in BOT_VOICES))
+      throw new Error(`ECHO_OFFLINE_BOT: no bot voice ${JSON.stringify(name)} (flite, espeak)`);
+  return names as BotVoice[];
+}
 const ECHO_SECONDS = Number(process.env['ECHO_OFFLINE_SECONDS'] ?? 120);
 const TALK_OVERS = Number(process.env['ECHO_OFFLINE_TALK_OVERS'] ?? 30);
 const EARLY_CALLS = Number(process.env['ECHO_OFFLINE_EARLY_CALLS'] ?? 24);
@@ -303,7 +319,10 @@ async function fliteLine(text: string): Promise<Int16Array> {
 
 export async function benchEchoOffline(): Promise<void> {
   const cpu0 = process.cpuUsage();
-  const botLines = await Promise.all(BOT_LINES.map(BOT_VOICE === 'flite' ? fliteLine : espeakLine));
+  // The bot's lines first: eSpeak's pitch flutter goes on from one synthesis to the next, and its
+  // lines were always synthesised before the callers'.
+  const bots: Array<[BotVoice, Int16Array[]]> = [];
+  for (const bot of botVoices()) bots.push([bot, await Promise.all(BOT_LINES.map(BOT_VOICES[bot].line))]);
   // Every sentence in every voice but one: eSpeak's en-us+f3 (breathy) differs from run to run.
   const voices = VOICES.filter(([voice]) => voice !== 'en-us+f3');
   const speech: Utterance[] = await Promise.all(
@@ -317,24 +336,27 @@ export async function benchEchoOffline(): Promise<void> {
       }),
     ),
   );
-  const runner = new RecordingRunner(await SileroSession.create());
-  const model = new SileroModel(runner);
+  const session = await SileroSession.create();
   const all: Line[] = LINE_NOISES_DBFS.flatMap((noiseDbfs) =>
     ECHO_PATHS.map((path) => ({ path, noiseDbfs })),
   ).map((l, index) => ({ ...l, index }));
   const only = process.env['ECHO_OFFLINE_LINES'];
   const lines = only ? only.split(',').map((i) => all[Number(i)]!) : all;
-  const results: LineResult[] = [];
-  for (const line of lines) results.push(await runLine(model, runner, line, botLines, speech));
-
-  printReport(results, {
-    echoSeconds: ECHO_SECONDS,
-    talkFromMs: TALK_FROM_MS,
-    talkOvers: TALK_OVERS,
-    earlyCalls: EARLY_CALLS,
-    noises: LINE_NOISES_DBFS,
-    verdictDigest: runner.verdicts.digest('hex'),
-  });
+  for (const [bot, botLines] of bots) {
+    console.log(`\n# The bot's voice: ${BOT_VOICES[bot].title}`);
+    const runner = new RecordingRunner(session);
+    const model = new SileroModel(runner);
+    const results: LineResult[] = [];
+    for (const line of lines) results.push(await runLine(model, runner, line, botLines, speech));
+    printReport(results, {
+      echoSeconds: ECHO_SECONDS,
+      talkFromMs: TALK_FROM_MS,
+      talkOvers: TALK_OVERS,
+      earlyCalls: EARLY_CALLS,
+      noises: LINE_NOISES_DBFS,
+      verdictDigest: runner.verdicts.digest('hex'),
+    });
+  }
   const cpu = process.cpuUsage(cpu0);
   // Not on stdout, which must not change from run to run.
   console.error(`echo-offline: ${fmt((cpu.user + cpu.system) / 1e6, 1)} s of CPU`);
