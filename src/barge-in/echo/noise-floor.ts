@@ -6,7 +6,7 @@
  * What the caller must stand over (`line`, and the total `push` returns) never goes under
  * `LINE_FLOOR_DBFS`: on a line with no noise the floor is the codec's crumbs, and the faint tail of a
  * bot's word (a voice whose pauses are not digital silence, as Flite's are not) echoes as crumbs a few
- * dB over them that no prediction follows (docs/calls.md, _A line with no noise_). The floor itself
+ * dB over them that no prediction follows (docs/calls.md, _The echo of Flite's speech_). The floor itself
  * (`bands`) stays the crumbs': the far end's playout stopping (a gap) shows as the line falling to them.
  */
 import type { VadSampleRate } from '../sample-rate.js';

@@ -41,8 +41,8 @@ const UNSEEN_GAIN = 10 ** (-20 / 10);
  * …or as loud as the line's noise over the bot's usual level lets it hide, up to 12 dB under the bot: a
  * quiet bot's echo on a noisy line (Flite's, 7 dB under eSpeak's, on a 12 dB path) sat at a −40 dBFS
  * line's noise, was never found, and passed for the caller 11 times in 2 min of `bench echo-offline`
- * (1–2 with this). Up to a hybrid's worst (6 dB) slowed talk-overs on a 10 dB SNR line, p95 264 →
- * 1045 ms; at 12 dB, 295 ms.
+ * (none with this). Up to a hybrid's worst (6 dB), eSpeak's talk-overs on a 10 dB SNR line slowed from
+ * p95 264 to 1045 ms (295 ms with 12); up to 15 dB, `bench talkers 150` was cut 8–15 times a run (0–1).
  */
 const MAX_UNSEEN_GAIN = 10 ** (-12 / 10);
 /**
