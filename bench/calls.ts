@@ -7,11 +7,9 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import type { App } from '../src/app/app.js';
+import { SHORT_HOLD_PROMPT as PROMPT } from '../testkit/prompts.js';
 import { startBenchApp } from './app.js';
 import { fmt, median, percentile, printTable } from './stats.js';
-
-const PROMPT =
-  'Thank you for calling the benchmark line. All of our agents are busy, please stay on the line.';
 
 export interface ClientReport {
   type: 'report';

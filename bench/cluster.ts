@@ -11,11 +11,10 @@ import { fileURLToPath } from 'node:url';
 import { createClient } from '@redis/client';
 import { CountingProxy, startInstance, type Instance } from '../testkit/instance.js';
 import { TestRedis } from '../testkit/redis.js';
+import { SHORT_HOLD_PROMPT as PROMPT } from '../testkit/prompts.js';
 import { request, type ClientReport } from './calls.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 
-const PROMPT =
-  'Thank you for calling the benchmark line. All of our agents are busy, please stay on the line.';
 const TOKEN = randomBytes(18).toString('base64url');
 const HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 

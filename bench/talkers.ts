@@ -30,10 +30,8 @@ import { request } from './calls.js';
 import { fmt, median, percentile, printTable } from './stats.js';
 import type { ClearRecord, LineConfig, TalkerReport, TalkRecord } from './talker-client.js';
 import { FRAME_MS } from '../src/audio/framer.js';
+import { TALKERS_PROMPT as PROMPT } from '../testkit/prompts.js';
 
-const PROMPT =
-  'Thank you for calling the benchmark line. All of our agents are busy helping other callers right now. ' +
-  'Please stay on the line, and the next available agent will be with you shortly.';
 const DEFAULT_COUNTS = [200, 500];
 const ROUNDS = 3;
 const SWEEP_ROUNDS = 2;

@@ -45,7 +45,7 @@ let flite: Promise<FliteEngine> | undefined;
  * engine's own level and the service's rate (24 000 Hz), as the local service speaks it before the speaker
  * resamples it: e.g. the default voice's echo, which is quieter than eSpeak's and never silent.
  */
-export async function fliteSpeech(text: string, voice: FliteVoiceParams): Promise<Int16Array> {
+async function fliteSpeech(text: string, voice: FliteVoiceParams): Promise<Int16Array> {
   flite ??= FliteEngine.load();
   const engine = await flite;
   engine.prepare();

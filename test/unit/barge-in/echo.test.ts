@@ -18,6 +18,7 @@ import {
 } from '../../../src/barge-in/index.js';
 import { OUTPUT_SAMPLE_RATE } from '../../../src/service/engine/engine.js';
 import { defaultVoiceSpeech, espeakSpeech } from '../../../testkit/audio.js';
+import { TALKERS_PROMPT } from '../../../testkit/prompts.js';
 import { ECHO_PATHS, EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
 import { seeded } from '../../../testkit/random.js';
 import {
@@ -245,7 +246,6 @@ describe('echo-aware barge-in detector', () => {
     denoise = true,
     voice = bot,
   ): Promise<number[]> {
-    const bot = voice;
     const detector = new SpeechOnsetDetector(model, {
       sampleRate: RATE,
       echo: echo === true,
@@ -254,13 +254,13 @@ describe('echo-aware barge-in detector', () => {
     });
     const line20 = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
     const onsets: number[] = [];
-    for (let t = 0; t + CHUNK + ADVANCE <= Math.min(bot.length, seconds * RATE); t += CHUNK) {
+    for (let t = 0; t + CHUNK + ADVANCE <= Math.min(voice.length, seconds * RATE); t += CHUNK) {
       if (line.change && t === line.change.atSeconds * RATE) line20.setPath(line.change.path);
-      const inbound = line20.next(bot.subarray(t, t + CHUNK), CHUNK, caller?.subarray(t, t + CHUNK));
+      const inbound = line20.next(voice.subarray(t, t + CHUNK), CHUNK, caller?.subarray(t, t + CHUNK));
       const onset = await detector.push(inbound, {
         timestampMs: (t / RATE) * 1000,
         botAudible: echo !== 'bot silent',
-        reference: echo === true ? bot.slice(t + ADVANCE, t + ADVANCE + CHUNK) : undefined,
+        reference: echo === true ? voice.slice(t + ADVANCE, t + ADVANCE + CHUNK) : undefined,
       });
       if (onset) onsets.push(onset.detectedMs);
     }
@@ -575,14 +575,7 @@ describe('echo-aware barge-in detector', () => {
     // no echo there while the first seconds' bound still ran, which then took the echo 20 dB under the
     // bot; both were cut about 3 s in (and again when the rest was resumed).
     const prompt = botTalking([
-      resampleWhole(
-        await defaultVoiceSpeech(
-          'Thank you for calling the benchmark line. All of our agents are busy helping other callers right now. ' +
-            'Please stay on the line, and the next available agent will be with you shortly.',
-        ),
-        OUTPUT_SAMPLE_RATE,
-        RATE,
-      ),
+      resampleWhole(await defaultVoiceSpeech(TALKERS_PROMPT), OUTPUT_SAMPLE_RATE, RATE),
     ]);
     for (const line of [
       { delayMs: 152, erlDb: 12, noiseDbfs: -41.7 },
