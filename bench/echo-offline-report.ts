@@ -18,6 +18,11 @@ export interface Line {
 /** One line's results, each onset as decided (ms on the inbound timeline) or onset → decision (ms). */
 export interface LineResult {
   line: Line;
+  /**
+   * (a), the detector's CPU while the bot talks and the caller only echoes it: % of one core per call
+   * (CPU time over the call's length). On stderr: it varies from run to run.
+   */
+  cpuPct: number;
   echoMinutes: number;
   /** (a): false barge-ins on the echo alone (ms, as decided), and where the path was found (ms). */
   steady: number[];
@@ -183,5 +188,15 @@ export function printReport(results: readonly LineResult[], run: RunSettings): v
       ['every echo verdict', run.verdictDigest.slice(0, 16)],
       ['every onset decided', onsets.digest('hex').slice(0, 16)],
     ],
+  );
+  // Not on stdout, which must not change from run to run.
+  const cpu = (rs: readonly LineResult[]): string =>
+    fmt(rs.reduce((sum, r) => sum + r.cpuPct, 0) / rs.length, 3);
+  console.error(
+    'Detector CPU per call, the echo alone (% of one core):\n' +
+      grouped((rs) => [cpu(rs)])
+        .map(([name, value]) => `  ${name}: ${value}`)
+        .join('\n') +
+      `\n  per line: ${results.map((r) => `${lineName(r.line)} ${cpu([r])}`).join('; ')}`,
   );
 }

@@ -148,9 +148,16 @@ class RecordingRunner implements SileroRunner {
   }
 }
 
+/** CPU time (µs) of this process, its threads' included (ONNX Runtime's). */
+function cpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
 /**
  * One call on `line`: `ms` of the caller's timeline, chunk by chunk through the echo line into a fresh
- * detector; the onsets it reports, as decided (ms).
+ * detector; the onsets it reports, as decided (ms). `cpu`, if given, gets the detector's CPU time (µs),
+ * the line's own work left out.
  */
 async function runCall(
   model: SileroModel,
@@ -159,6 +166,7 @@ async function runCall(
   playout: Playout,
   ms: number,
   caller?: Int16Array,
+  cpu?: { us: number },
 ): Promise<number[]> {
   const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: true, now: () => 0 });
   const echo = new EchoLine({
@@ -172,12 +180,15 @@ async function runCall(
   try {
     for (let c = 0, t = 0; t + CHUNK <= end; c++, t += CHUNK) {
       const inbound = echo.next(playout.heard.subarray(t, t + CHUNK), CHUNK, caller?.subarray(t, t + CHUNK));
+      const reference = playout.reference.slice(t, t + CHUNK);
+      const cpu0 = cpu ? cpuUs() : 0;
       const onset = await detector.push(inbound, {
         timestampMs: (t / RATE) * 1000,
         botAudible: true,
-        reference: playout.reference.slice(t, t + CHUNK),
+        reference,
         referenceMoved: playout.moved[c]!,
       });
+      if (cpu) cpu.us += cpuUs() - cpu0;
       if (onset) decided.push(onset.detectedMs);
     }
   } finally {
@@ -210,7 +221,16 @@ async function runLine(
     last = v;
   };
   const steadyPlayout = steady(bot, GRID);
-  const steadyOnsets = await runCall(model, line, seed + 2, steadyPlayout, ECHO_SECONDS * 1000);
+  const cpu = { us: 0 };
+  const steadyOnsets = await runCall(
+    model,
+    line,
+    seed + 2,
+    steadyPlayout,
+    ECHO_SECONDS * 1000,
+    undefined,
+    cpu,
+  );
   runner.observe = undefined;
   const atReplyStart = steadyOnsets.filter((d) =>
     steadyPlayout.replyStarts.some((s) => d >= (s * 1000) / RATE && d < (s * 1000) / RATE + REPLY_START_MS),
@@ -247,6 +267,7 @@ async function runLine(
   const talkDecided = await runCall(model, line, seed + 9, talkPlayout, (at / RATE) * 1000, track);
   const result: LineResult = {
     line,
+    cpuPct: cpu.us / 1000 / (ECHO_SECONDS * 10),
     echoMinutes: ECHO_SECONDS / 60,
     steady: steadyOnsets,
     steadyAtReplyStart: atReplyStart,

@@ -32,6 +32,8 @@ const REGULARISATION = 1e4;
  * talk check sees a cell late, must not throw the filter off the path.
  */
 const ERROR_CLIP = 3;
+/** The error's square under this times the running mean square is clear of the clip (2.99², < 3²). */
+const NEAR_CLIP = 2.99 ** 2;
 const ERROR_ALPHA = 1 / 256;
 /**
  * Its health: over `HEALTH_CALLS` calls of `process` it adapted on once locked, a residual louder than
@@ -198,8 +200,12 @@ export class EchoCanceller {
       if (adapt) {
         let u = e;
         if (this.mode === 'locked') {
-          const limit = ERROR_CLIP * Math.sqrt(this.errorPower);
-          u = Math.max(-limit, Math.min(limit, e));
+          // The square root only where the error may reach the clip: under 2.99 RMS (squared, with
+          // room for rounding) it cannot, and the clip would leave it as it is.
+          if (e * e >= NEAR_CLIP * this.errorPower) {
+            const limit = ERROR_CLIP * Math.sqrt(this.errorPower);
+            u = Math.max(-limit, Math.min(limit, e));
+          }
           this.errorPower = Math.max(
             REGULARISATION,
             this.errorPower + ERROR_ALPHA * (u * u - this.errorPower),

@@ -10,6 +10,8 @@ import type { ReferenceHistory } from './reference-history.js';
 
 /** Leaky mean of each lag's bit distance: at least this weight on the newest cell. */
 const DELAY_ALPHA = 0.02;
+/** From this many updates on, the leaky mean's weight is `DELAY_ALPHA` (1 / n no longer exceeds it). */
+const MEAN_FROM_UPDATES = Math.ceil(1 / DELAY_ALPHA);
 /** A lag needs this many comparisons before it may be chosen (≈ 0.6 s of the bot's speech). */
 const MIN_LAG_UPDATES = 80;
 /** The best lag must beat the median lag's distance by this much (bits per band), and be under MAX. */
@@ -63,7 +65,8 @@ export class DelayTracker {
       const d = history.distance(lag, bits);
       if (d < 0) continue;
       const n = ++this.updates[lag]!;
-      const alpha = Math.max(DELAY_ALPHA, 1 / n);
+      // max(DELAY_ALPHA, 1 / n), without a division once 1 / n is the smaller.
+      const alpha = n < MEAN_FROM_UPDATES ? 1 / n : DELAY_ALPHA;
       this.distance[lag] = this.distance[lag]! + alpha * (d - this.distance[lag]!);
     }
     let best = -1;

@@ -9,7 +9,7 @@
  * stands over it. Figures: docs/calls.md, _Before the path is known_.
  */
 import { BANDS, UNKNOWN_LAGS } from './cells.js';
-import type { ReferenceHistory } from './reference-history.js';
+import { RUN, type ReferenceHistory } from './reference-history.js';
 
 /**
  * A reference band counts towards a lag's bound only this loud (per sample², ≈ −50 dBFS over the
@@ -40,9 +40,6 @@ export class EchoBound {
   private readonly least = new Float64Array(BANDS * UNKNOWN_LAGS);
   /** Per band and lag: the cells counted (up to `MIN_CELLS`). */
   private readonly cells = new Uint8Array(BANDS * UNKNOWN_LAGS);
-  /** Every band's reference over the lags read (band by band), and whether the bot played there. */
-  private readonly ref = new Float64Array(BANDS * READ);
-  private readonly played = new Uint8Array(READ);
   /**
    * Per band and reference cell read: the largest gain of the lags whose spread takes the cell in
    * (`gainAround`), kept until a bound of the band, or the cap, changes (after the first second or
@@ -68,37 +65,39 @@ export class EchoBound {
    * largest gain of the lags around it), which is the same maximum over the same products.
    */
   next(inBands: Float64Array, history: ReferenceHistory, gain: number, out: Float64Array): void {
-    const { least, cells, ref, played, around, stale } = this;
+    const { least, cells, around, stale } = this;
     if (gain !== this.cap) {
       this.cap = gain;
       stale.fill(1);
     }
-    // ref[b × READ + i] is band b at lag i − SPREAD.
-    history.bandsOver(-SPREAD, READ, ref, played);
+    // The reference is read where the history keeps it, every lag in a row (reference-history.ts): band
+    // b's lag `lag` at `powers[b × RUN + lag0 + lag]`. Lags before 0 (the spread before the newest
+    // cell) hold no reference.
+    const { powers, playedAt, lag0 } = history;
     for (let b = 0; b < BANDS; b++) {
-      const r0 = b * READ;
+      const run = b * RUN + lag0;
       const base = b * UNKNOWN_LAGS;
       const line = inBands[b]!;
       // Learn: against the least of the reference cells either side of the lag (the echo of a cell
       // spans parts of them when the delay falls between two), where the bot played.
       for (let lag = 0; lag < UNKNOWN_LAGS; lag++) {
-        const i = lag + SPREAD;
-        if (played[i] === 0) continue;
-        let r = ref[r0 + i]!;
-        const before = lag > 0 ? ref[r0 + i - 1]! : r; // no cell is newer than lag 0
-        const after = ref[r0 + i + 1]!;
+        if (playedAt[lag0 + lag] === 0) continue;
+        const at = run + lag;
+        let r = powers[at]!;
+        const before = lag > 0 ? powers[at - 1]! : r; // no cell is newer than lag 0
+        const after = powers[at + 1]!;
         if (before < r) r = before;
         if (after < r) r = after;
         if (r < REF_BAND_MIN_POWER) continue;
-        const at = base + lag;
-        const c = cells[at]!;
+        const l = base + lag;
+        const c = cells[l]!;
         // line / r < least, without a division in the common case (it is not).
-        if (line < least[at]! * r) {
-          least[at] = line / r;
+        if (line < least[l]! * r) {
+          least[l] = line / r;
           if (c >= MIN_CELLS) stale[b] = 1;
         }
         if (c < MIN_CELLS) {
-          cells[at] = c + 1;
+          cells[l] = c + 1;
           if (c + 1 === MIN_CELLS) stale[b] = 1;
         }
       }
@@ -106,9 +105,11 @@ export class EchoBound {
         this.gainAround(b, gain);
         stale[b] = 0;
       }
+      // around[b × READ + i] is for the reference at lag i − SPREAD: from lag 0 on.
+      const r0 = b * READ + SPREAD;
       let e = 0;
-      for (let i = 0; i < READ; i++) {
-        const v = ref[r0 + i]! * around[r0 + i]!;
+      for (let lag = 0; lag < READ - SPREAD; lag++) {
+        const v = powers[run + lag]! * around[r0 + lag]!;
         if (v > e) e = v;
       }
       out[b] = e;
