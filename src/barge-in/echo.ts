@@ -28,7 +28,7 @@
  * every lag; while a path that moved settles, it says `cautious` and the detector falls back to its
  * cautious rule. docs/calls.md (_The bot's own echo_) has the measurements behind the constants.
  */
-import { PairAnalyser } from './echo/analyser.js';
+import { bandPowerOfNoise, PairAnalyser } from './echo/analyser.js';
 import { Cancellation } from './echo/cancellation.js';
 import {
   BANDS,
@@ -43,7 +43,7 @@ import { DelayTracker } from './echo/delay-tracker.js';
 import { EchoBound } from './echo/echo-bound.js';
 import { InboundBits } from './echo/inbound-bits.js';
 import { LossTracker } from './echo/loss-tracker.js';
-import { NoiseFloor } from './echo/noise-floor.js';
+import { NOISE_BIAS, NoiseFloor } from './echo/noise-floor.js';
 import { PathStatus } from './echo/path-status.js';
 import { GapWatch } from './echo/playout-gaps.js';
 import { ReferenceHistory } from './echo/reference-history.js';
@@ -100,6 +100,18 @@ export interface EchoVerdict {
   erlDb: number | undefined;
 }
 
+/**
+ * A faint echo: the bot's mean power at the path's loss, over all bands, under `FAINT_ECHO` over the
+ * line's noise (10 dB) and under `FAINT_ECHO_DBFS` (as loud as white noise there: 17 dB under a caller
+ * at −20 dBFS). The search seldom sees so faint an echo move (a gap in the far end's playout shows as
+ * the echo missing only where it stood 7.8 dB over the noise), nor tells its delay from a chance match:
+ * under load, `bench talkers` lines 3–4 dB over their noise held delays 180 ms off the path, and at
+ * each new prompt the echo came before the delay and cut the bot. Such an echo is predicted at every
+ * lag it may be at (echo.ts, `judge`); a caller stands far over that too. Figures: docs/calls.md, _A
+ * faint echo_.
+ */
+const FAINT_ECHO = 10;
+const FAINT_ECHO_DBFS = -37;
 /** The caller's line counts for the delay search when this much over its noise floor (≈ 3 dB). */
 const IN_ACTIVE = 1.25;
 
@@ -123,8 +135,13 @@ export class EchoEstimator {
   private readonly verdict = new Verdict();
   /** The last cell held the caller. */
   private callerBefore = false;
+  /** This window's echo is faint (`FAINT_ECHO`): predicted at every lag it may be at. */
+  private faint = false;
+  /** A band's power of white noise at `FAINT_ECHO_DBFS`. */
+  private readonly quiet: number;
 
   constructor(readonly sampleRate: VadSampleRate) {
+    this.quiet = bandPowerOfNoise(sampleRate, FAINT_ECHO_DBFS);
     this.analyser = new PairAnalyser(sampleRate);
     this.hop = this.analyser.hopSamples;
     this.moves = new ReferenceMoves(this.hop);
@@ -142,6 +159,7 @@ export class EchoEstimator {
     if (inbound.length !== reference.length) throw new RangeError('inbound and reference lengths differ');
     if (moved !== 0) this.moves.schedule(moved, this.delay.cells);
     this.verdict.startWindow();
+    this.faint = this.settled && this.faintEcho();
     for (let offset = 0; offset + this.hop <= inbound.length; offset += this.hop)
       this.cell(inbound, reference, offset);
     const window = this.verdict.judgeWindow(this.settled);
@@ -157,6 +175,17 @@ export class EchoEstimator {
       delayMs: delayCells === undefined ? undefined : delayCells * HOP_MS - REFERENCE_ADVANCE_MS,
       erlDb,
     };
+  }
+
+  /** The echo is faint (`FAINT_ECHO`, `FAINT_ECHO_DBFS`). */
+  private faintEcho(): boolean {
+    let echo = 0;
+    let noise = 0;
+    for (let b = 0; b < BANDS; b++) {
+      echo += this.history.powerOf(b) * this.loss.gainOf(b);
+      noise += this.noise.line[b]! * NOISE_BIAS;
+    }
+    return echo < noise * FAINT_ECHO && echo < BANDS * this.quiet;
   }
 
   /** A delay is known and its loss has had time to settle (remembered by the path's status). */
@@ -263,11 +292,20 @@ export class EchoEstimator {
       else this.verdict.predictUnknown(this.history, gain);
     } else {
       const searching = this.search.searching;
+      let lo = searching ? this.search.from : delay - SLOP_CELLS;
+      let hi = searching ? this.search.to : delay + SLOP_CELLS;
+      // A faint echo is predicted at every lag it may be at unseen: any lag up to the delay (a delay the
+      // search settled on may be a chance match, so close to the noise is the echo), and as far after
+      // it as a gap in the far end's playout reaches.
+      if (this.faint) {
+        lo = 0;
+        hi = Math.max(hi, delay + SLOP_CELLS + MAX_GAP_CELLS);
+      }
       this.verdict.predict(
         this.history,
         this.loss,
-        searching ? this.search.from : delay - SLOP_CELLS,
-        searching ? this.search.to : delay + SLOP_CELLS,
+        lo,
+        hi,
         this.cancellation.judging(searching) ? this.cancellation : undefined,
       );
     }

@@ -31,6 +31,8 @@ export class ReferenceHistory {
   private readonly peak = new SlidingMax(BANDS, UNKNOWN_LAGS);
   /** Per band, the running mean of the log power over cells that played: the bits' thresholds. */
   private readonly mean = new Float64Array(BANDS);
+  /** Per band, the running mean of the power over cells that played: how loud the bot is. */
+  private readonly meanPower = new Float64Array(BANDS);
 
   /** Where lag 0 is in the runs (`powers`, `playedAt`): lag `lag` is at `lag0 + lag`, for every lag kept. */
   get lag0(): number {
@@ -47,7 +49,10 @@ export class ReferenceHistory {
       this.powers[b * RUN + at] = p;
       this.powers[b * RUN + at + HISTORY] = p;
       const l = Math.log(p + 1e-3);
-      if (on) this.mean[b] = this.mean[b]! + MEAN_ALPHA * (l - this.mean[b]!);
+      if (on) {
+        this.mean[b] = this.mean[b]! + MEAN_ALPHA * (l - this.mean[b]!);
+        this.meanPower[b] = this.meanPower[b]! + MEAN_ALPHA * (p - this.meanPower[b]!);
+      }
       if (l > this.mean[b]!) bits |= 1 << b;
     }
     this.peak.push(bands, 0);
@@ -104,6 +109,11 @@ export class ReferenceHistory {
   /** Band `b`'s usual power while the bot plays (the running mean of its log). */
   usualOf(b: number): number {
     return Math.exp(this.mean[b]!);
+  }
+
+  /** Band `b`'s mean power while the bot plays (a running mean). */
+  powerOf(b: number): number {
+    return this.meanPower[b]!;
   }
 
   /** Forgets the cells; the bands' running means are kept. */

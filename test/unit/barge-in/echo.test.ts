@@ -655,14 +655,19 @@ describe('echo-aware barge-in detector', () => {
    * echoes) that much later than the reference says, until the reference is placed afresh where it
    * plays (a returned mark shows it) 1.5 s later, and the read that passes that point says so.
    */
-  async function throughGaps(line: Line, seconds: number, gaps: Array<{ atSeconds: number; ms: number }>) {
+  async function throughGaps(
+    line: Line,
+    seconds: number,
+    gaps: Array<{ atSeconds: number; ms: number }>,
+    voice = bot,
+  ) {
     const detector = new SpeechOnsetDetector(model, { sampleRate: RATE, echo: true, now: () => 0 });
     const echo = new EchoLine({ sampleRate: RATE, ...line, seed: 3 });
     const found: number[] = [];
     const heardShift = (t: number): number =>
       gaps.filter((g) => g.atSeconds * RATE <= t).reduce((sum, g) => sum + (g.ms * RATE) / 1000, 0);
     const referenceShift = (t: number): number => heardShift(t - 1.5 * RATE);
-    for (let t = 0; t + CHUNK + ADVANCE <= Math.min(bot.length, seconds * RATE); t += CHUNK) {
+    for (let t = 0; t + CHUNK + ADVANCE <= Math.min(voice.length, seconds * RATE); t += CHUNK) {
       // What the caller hears: the bot as far behind as the gaps so far, silence within a gap.
       const played = new Int16Array(CHUNK);
       for (let i = 0; i < CHUNK; i++) {
@@ -670,7 +675,7 @@ describe('echo-aware barge-in detector', () => {
           (g) => t + i >= g.atSeconds * RATE && t + i < (g.atSeconds + g.ms / 1000) * RATE,
         );
         const from = t + i - heardShift(t + i);
-        played[i] = inGap || from < 0 ? 0 : bot[from]!;
+        played[i] = inGap || from < 0 ? 0 : voice[from]!;
       }
       const inbound = echo.next(played, CHUNK);
       const shift = referenceShift(t);
@@ -678,7 +683,7 @@ describe('echo-aware barge-in detector', () => {
       const onset = await detector.push(inbound, {
         timestampMs: (t / RATE) * 1000,
         botAudible: true,
-        reference: bot.slice(from, from + CHUNK),
+        reference: voice.slice(from, from + CHUNK),
         referenceMoved: shift - referenceShift(t - CHUNK) === 0 ? 0 : -(shift - referenceShift(t - CHUNK)),
       });
       if (onset) found.push(onset.detectedMs);
@@ -701,6 +706,37 @@ describe('echo-aware barge-in detector', () => {
       const found = await throughGaps(line, 45, gaps);
       expect({ line, found: found.filter((d) => d >= 2500) }).toEqual({ line, found: [] });
     }
+  }, 60_000);
+
+  it("a faint echo (the default voice's, 3–5 dB over the line's noise) neither cuts the bot where gaps in the far end's playout move it nor hides a caller", async () => {
+    // So faint an echo seldom shows a gap as missing (a gap is seen where the echo stood 7.8 dB over
+    // the noise), and the delay settled on may be a chance match: it is predicted at every lag up to
+    // the delay and a gap's reach after it. Measured: none on either line; without it, 5 and 3 in the
+    // same 45 s (the two lines `bench talkers` cut most under load).
+    const prompt = botTalking([
+      resampleWhole(await defaultVoiceSpeech(TALKERS_PROMPT), OUTPUT_SAMPLE_RATE, RATE),
+    ]);
+    const gaps = [
+      { atSeconds: 12, ms: 60 },
+      { atSeconds: 16, ms: 180 },
+      { atSeconds: 20, ms: 120 },
+      { atSeconds: 25, ms: 200 },
+      { atSeconds: 28, ms: 80 },
+      { atSeconds: 33, ms: 150 },
+      { atSeconds: 37, ms: 100 },
+    ];
+    const lines = [
+      { delayMs: 48, erlDb: 16, noiseDbfs: -46.6 },
+      { delayMs: 173, erlDb: 17, noiseDbfs: -46.4 },
+    ];
+    const cut: number[][] = [];
+    for (const line of lines) cut.push((await throughGaps(line, 45, gaps, prompt)).filter((d) => d >= 5000));
+    expect(cut).toEqual([[], []]);
+    // A caller talking over it is heard as on a line without echo.
+    const { track, onsets } = talkOver(40);
+    const found = await run(lines[0]!, 40, track, true, true, prompt);
+    const late = onsets.map((o) => (found.find((d) => d >= o && d < o + 1000) ?? Infinity) - o);
+    expect(late.filter((ms) => ms > 400)).toEqual([]);
   }, 60_000);
 
   it('an echo path that changes mid-call costs at most one barge-in at the change, then none', async () => {
