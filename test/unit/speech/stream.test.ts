@@ -41,12 +41,21 @@ describe('SpeechClient.stream', () => {
   });
 
   it('passes aligned chunks through without copying them', async () => {
+    // The second chunk is written once the client has the first: 5 ms apart, a busy machine read both
+    // at once.
+    let firstSeen!: () => void;
+    const seen = new Promise<void>((resolve) => (firstSeen = resolve));
     const c = await loopback.setup(async (_req, res) => {
       res.writeHead(200, PCM_HEADERS);
-      await writeSpaced(res, [patternBytes(64), patternBytes(128)], 5);
-      res.end();
+      res.write(patternBytes(64));
+      await seen;
+      res.end(patternBytes(128));
     });
-    const chunks = await collect(await c.stream(pcm));
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of await c.stream(pcm)) {
+      chunks.push(chunk);
+      firstSeen();
+    }
     expect(chunks.map((b) => b.byteLength)).toEqual([64, 128]);
   });
 
