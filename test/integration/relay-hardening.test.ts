@@ -64,14 +64,19 @@ async function hostileCall(attack: Attack): Promise<{ g: FakeTwilio; relayEnded:
   const g = new FakeTwilio(`${t.url.replace('http:', 'ws:')}/media/twilio`, {
     customParameters: { flow: 'hostile' },
   });
+  // Listened for from the call's start: an attack the app cuts short at once ends the relay, and the
+  // call, before a poll for the call would find it.
+  let stop = (): void => undefined;
+  const relayEnded = new Promise<Message>((resolve) => {
+    stop = t.app.calls.onCall((call) =>
+      call.on('event', (e) => {
+        const ended = e.type === 'relay' && (e as { status?: string }).status === 'ended';
+        if (ended && e.callId === g.callSid) resolve(e);
+      }),
+    );
+  });
+  void relayEnded.finally(stop);
   await g.start();
-  await g.until(() => t.app.calls.get(g.callSid) !== undefined, 5000, 'the call');
-  const call = t.app.calls.get(g.callSid)!;
-  const relayEnded = new Promise<Message>((resolve) =>
-    call.on('event', (e) => {
-      if (e.type === 'relay' && (e as { status?: string }).status === 'ended') resolve(e);
-    }),
-  );
   return { g, relayEnded };
 }
 
