@@ -43,7 +43,7 @@ import { DelayTracker } from './echo/delay-tracker.js';
 import { EchoBound } from './echo/echo-bound.js';
 import { InboundBits } from './echo/inbound-bits.js';
 import { LossTracker } from './echo/loss-tracker.js';
-import { NOISE_BIAS, NoiseFloor } from './echo/noise-floor.js';
+import { NoiseFloor } from './echo/noise-floor.js';
 import { PathStatus } from './echo/path-status.js';
 import { GapWatch } from './echo/playout-gaps.js';
 import { ReferenceHistory } from './echo/reference-history.js';
@@ -180,12 +180,8 @@ export class EchoEstimator {
   /** The echo is faint (`FAINT_ECHO`, `FAINT_ECHO_DBFS`). */
   private faintEcho(): boolean {
     let echo = 0;
-    let noise = 0;
-    for (let b = 0; b < BANDS; b++) {
-      echo += this.history.powerOf(b) * this.loss.gainOf(b);
-      noise += this.noise.line[b]! * NOISE_BIAS;
-    }
-    return echo < noise * FAINT_ECHO && echo < BANDS * this.quiet;
+    for (let b = 0; b < BANDS; b++) echo += this.history.powerOf(b) * this.loss.gainOf(b);
+    return echo < this.noise.lineTotal * FAINT_ECHO && echo < BANDS * this.quiet;
   }
 
   /** A delay is known and its loss has had time to settle (remembered by the path's status). */
@@ -283,7 +279,7 @@ export class EchoEstimator {
       // found, or the line has shown none (a chance match settling), it may still be there, under what
       // the search sees.
       const found = this.delay.cells !== undefined;
-      const gain = this.status.unknownGain(found, this.history, this.noise.line);
+      const gain = this.status.unknownGain(found, this.history, noiseTotal);
       // A call's first seconds: the echo as bounded lag by lag (echo/echo-bound.ts); later, on a line
       // whose path is still unknown, the bot at its loudest again, which costs a tenth as much; and so
       // on a clean line, where the detector heeds no verdict (Silero judges it as a silent line).

@@ -40,10 +40,17 @@ export class NoiseFloor {
   private framed = false;
   /** `LINE_FLOOR_DBFS` as a band's power. */
   private readonly least: number;
+  /** The mean noise over all bands, as the last `push` returned it (`line` times the bias, summed). */
+  private total = 0;
 
   constructor(sampleRate: VadSampleRate) {
     this.least = bandPowerOfNoise(sampleRate, LINE_FLOOR_DBFS);
-    this.line.fill(this.least);
+    this.startLine();
+  }
+
+  /** The mean noise over all bands now (what the last `push` returned). */
+  get lineTotal(): number {
+    return this.total;
   }
 
   /**
@@ -55,7 +62,7 @@ export class NoiseFloor {
   push(powers: Float64Array): number {
     if (!this.framed) {
       this.framed = true;
-      return this.line.reduce((sum, p) => sum + p * NOISE_BIAS, 0);
+      return this.total;
     }
     let total = 0;
     for (let b = 0; b < BANDS; b++) {
@@ -74,6 +81,7 @@ export class NoiseFloor {
       this.previousMin.set(this.blockMin);
       this.blockCells = 0;
     }
+    this.total = total;
     return total;
   }
 
@@ -82,6 +90,14 @@ export class NoiseFloor {
     this.blockCells = 0;
     this.started = false;
     this.framed = false;
+    this.startLine();
+  }
+
+  /** The line before any cell: `LINE_FLOOR_DBFS` in every band. */
+  private startLine(): void {
     this.line.fill(this.least);
+    let total = 0;
+    for (let b = 0; b < BANDS; b++) total += this.line[b]! * NOISE_BIAS;
+    this.total = total;
   }
 }

@@ -7,7 +7,6 @@
  * line_.
  */
 import { BANDS, MEAN_ALPHA } from './cells.js';
-import { NOISE_BIAS } from './noise-floor.js';
 import type { ReferenceHistory } from './reference-history.js';
 
 /**
@@ -119,21 +118,19 @@ export class PathStatus {
   /**
    * With no settled path, how loud the echo may be against the bot at its loudest: a hybrid's worst;
    * or where none was found or the line has shown none, under what the search sees, but at least as
-   * loud as an echo of the bot's usual level could be and hide in the line's noise (`noise`, the line
-   * a caller must stand over; the bot's usual power over all bands, `history`: the line's loudness is
-   * how an echo shows, and the bot's strong bands stand over a white noise first), up to
-   * `MAX_UNSEEN_GAIN`.
+   * loud as an echo of the bot's usual level could be and hide in the line's noise (`noiseTotal`, the
+   * line a caller must stand over, summed over bands with its bias, against the bot's usual power over
+   * all bands, `history`: the line's loudness is how an echo shows, and the bot's strong bands stand
+   * over a white noise first), up to `MAX_UNSEEN_GAIN`.
    */
-  unknownGain(delayFound: boolean, history: ReferenceHistory, noise: Float64Array): number {
+  unknownGain(delayFound: boolean, history: ReferenceHistory, noiseTotal: number): number {
     if (!this.absent(delayFound) && !this.quietLine) return UNCONVERGED_GAIN;
-    let line = 0;
     let usual = 0;
-    for (let b = 0; b < BANDS; b++) {
-      line += noise[b]! * NOISE_BIAS;
-      usual += history.usualOf(b);
-    }
+    for (let b = 0; b < BANDS; b++) usual += history.usualOf(b);
     // In whole dB: the first seconds' bound recomputes its gains whenever this changes.
-    const db = Math.round(10 * Math.log10(Math.max(UNSEEN_GAIN, Math.min(MAX_UNSEEN_GAIN, line / usual))));
+    const db = Math.round(
+      10 * Math.log10(Math.max(UNSEEN_GAIN, Math.min(MAX_UNSEEN_GAIN, noiseTotal / usual))),
+    );
     return 10 ** (db / 10);
   }
 

@@ -1,7 +1,6 @@
 /** What is known of the path alone: an echo absent, a clean line, a path that settled before. */
 import { describe, expect, it } from 'vitest';
 import { BANDS } from '../../../../src/barge-in/echo/cells.js';
-import { NOISE_BIAS } from '../../../../src/barge-in/echo/noise-floor.js';
 import { PathStatus } from '../../../../src/barge-in/echo/path-status.js';
 import { ReferenceHistory } from '../../../../src/barge-in/echo/reference-history.js';
 
@@ -9,9 +8,8 @@ import { ReferenceHistory } from '../../../../src/barge-in/echo/reference-histor
 const BOT_POWER = 1e6;
 const history = new ReferenceHistory();
 for (let i = 0; i < 2000; i++) history.push(new Float64Array(BANDS).fill(BOT_POWER), BOT_POWER * BANDS);
-/** A line's noise floor (the line a caller must stand over) whose mean is `db` against the bot's usual level. */
-const noiseAt = (db: number): Float64Array =>
-  new Float64Array(BANDS).fill((BOT_POWER * 10 ** (db / 10)) / NOISE_BIAS);
+/** A line's noise (the line a caller must stand over, with its bias, summed over bands) `db` against the bot's usual level. */
+const noiseAt = (db: number): number => BANDS * BOT_POWER * 10 ** (db / 10);
 const QUIET = noiseAt(-60);
 const gainDb = (status: PathStatus, found: boolean, noise = QUIET): number =>
   10 * Math.log10(status.unknownGain(found, history, noise));
