@@ -26,7 +26,7 @@ import {
   loudVoice,
   speechRun,
 } from '../testkit/discord/voice-server.js';
-import { fmt, median, percentile, printTable } from './stats.js';
+import { cpuUs, fmt, median, percentile, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';
 const BOT = '500000000000000001';
@@ -44,11 +44,6 @@ const SETTINGS: DiscordSettings = {
 const guildId = (i: number): string => String(100_000_000_000_000_000n + BigInt(i));
 /** Each guild's voice channel (its own DAVE group). */
 const channelId = (i: number): string => String(200_000_000_000_000_000n + BigInt(i));
-
-function cpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
 
 interface Rig {
   server: FakeVoiceServer;
@@ -235,7 +230,7 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
         if (kind === 'cached') await voices[0]!.say(prompt).result;
         await new Promise((res) => setTimeout(res, 300));
         const starts = voices.map((_, i) => r.server.received(r.server.ssrcOf(guildId(i))).length);
-        const cpu0 = cpuMs();
+        const cpu0 = cpuUs() / 1000;
         const wall0 = performance.now();
         const results = await Promise.all(
           voices.map(
@@ -243,7 +238,7 @@ async function benchGuildsAtOnce(app: App): Promise<void> {
           ),
         );
         const wall = performance.now() - wall0;
-        const cpu = cpuMs() - cpu0;
+        const cpu = cpuUs() / 1000 - cpu0;
         await new Promise((res) => setTimeout(res, 300));
         let holes = 0;
         let speechPackets = 0;

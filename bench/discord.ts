@@ -28,16 +28,11 @@ import {
 } from '../adapters/discord/opus.js';
 import { levelDbfs } from '../src/audio/level.js';
 import { daveGroupOfTwo } from '../testkit/discord/dave/group.js';
-import { fmt, median, printTable } from './stats.js';
+import { cpuUs, fmt, median, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';
 const STEREO_48K = { encoding: 's16le', sampleRate: 48_000, channels: 2 } as const;
 const CHUNK_BYTES = 4800; // 100 ms of 24 kHz, as the local service streams
-
-function cpuUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-}
 
 function frames48k(pcm24k: Uint8Array): Uint8Array[] {
   const p = new FramePipeline(24_000, STEREO_48K, 20);

@@ -52,7 +52,7 @@ import {
 import { seeded } from '../testkit/random.js';
 import { speechBounds, UTTERANCES, VOICES } from '../testkit/vad-audio.js';
 import { printReport, type Line, type LineResult } from './echo-offline-report.js';
-import { fmt } from './stats.js';
+import { cpuUs, fmt } from './stats.js';
 
 const RATE = 8000;
 const CHUNK = 160;
@@ -146,12 +146,6 @@ class RecordingRunner implements SileroRunner {
   closeEcho(stream: number): void {
     this.session.closeEcho(stream);
   }
-}
-
-/** CPU time (µs) of this process, its threads' included (ONNX Runtime's). */
-function cpuUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
 }
 
 /**

@@ -27,7 +27,7 @@ import {
   soxReference8kArgs,
   type Target,
 } from './baselines.js';
-import { fmt, median, percentile, printTable } from './stats.js';
+import { cpuUs, fmt, median, percentile, printTable } from './stats.js';
 
 const KEY = 'bench-key-0123456789abcdef';
 const FORMATS: Record<Target, WireFormat> = {
@@ -36,11 +36,6 @@ const FORMATS: Record<Target, WireFormat> = {
 };
 const BYTES_PER_SECOND_24K = 48_000;
 const CHUNK_BYTES = 4800; // 100 ms, the size the local service streams in
-
-function cpuMs(): number {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-}
 
 function gc(): void {
   (globalThis as { gc?: () => void }).gc?.();
@@ -201,14 +196,14 @@ export async function benchSpeaker(): Promise<void> {
       for (let i = 0; i < 3; i++) runPipeline(sixty, format); // warm
       const longRuns: number[] = [];
       for (let i = 0; i < 5; i++) {
-        const c0 = cpuMs();
+        const c0 = cpuUs() / 1000;
         for (let r = 0; r < 4; r++) runPipeline(sixty, format);
-        longRuns.push(((cpuMs() - c0) / 1000) * (3600 / (4 * sixtySeconds)));
+        longRuns.push(((cpuUs() / 1000 - c0) / 1000) * (3600 / (4 * sixtySeconds)));
       }
-      const c0 = cpuMs();
+      const c0 = cpuUs() / 1000;
       const utterances = 200;
       for (let i = 0; i < utterances; i++) runPipeline(three, format);
-      const oursPerUtteranceMs = (cpuMs() - c0) / utterances;
+      const oursPerUtteranceMs = (cpuUs() / 1000 - c0) / utterances;
       gc();
       const h0 = process.memoryUsage().heapUsed;
       const keep: FramePipeline[] = [];

@@ -8,6 +8,12 @@ export function percentile(values: readonly number[], p: number): number {
 
 export const median = (values: readonly number[]): number => percentile(values, 50);
 
+/** This process's CPU time so far (µs), user and system, every thread's included (workers, ONNX Runtime). */
+export function cpuUs(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
 export function fmt(value: number, digits = 1): string {
   return Number.isFinite(value) ? value.toFixed(digits) : 'n/a';
 }

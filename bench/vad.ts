@@ -18,15 +18,10 @@ import {
   UTTERANCES,
   VOICES,
 } from '../testkit/vad-audio.js';
-import { fmt, percentile, printTable } from './stats.js';
+import { cpuUs, fmt, percentile, printTable } from './stats.js';
 
 const SNRS = [20, 10, 5];
 const COLORS = ['white', 'pink'] as const;
-
-function cpuUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-}
 
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
