@@ -38,7 +38,6 @@ import {
   type SileroRunner,
   type VadSampleRate,
 } from '../src/barge-in/silero.js';
-import { OUTPUT_SAMPLE_RATE } from '../src/service/engine/engine.js';
 import { defaultVoiceSpeech, espeakSpeech } from '../testkit/audio.js';
 import { atLevel, EchoLine, ECHO_PATHS, LINE_NOISES_DBFS } from '../testkit/echo-line.js';
 import {
@@ -329,7 +328,7 @@ async function espeakLine(text: string, i: number): Promise<Int16Array> {
 
 /** The default voice's speech (Flite), at its own level, as `npm start` speaks it. */
 async function fliteLine(text: string): Promise<Int16Array> {
-  return resampleWhole(await defaultVoiceSpeech(text), OUTPUT_SAMPLE_RATE, RATE);
+  return defaultVoiceSpeech(text, RATE);
 }
 
 export async function benchEchoOffline(): Promise<void> {

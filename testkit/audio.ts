@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import Init, { type ESpeakNGWorker } from '@echogarden/espeak-ng-emscripten';
 import { concatInt16 } from '../src/audio/pcm.js';
-import type { WordTiming } from '../src/service/engine/engine.js';
+import { resampleWhole } from '../src/audio/resampler.js';
+import { OUTPUT_SAMPLE_RATE, type WordTiming } from '../src/service/engine/engine.js';
 import type { FliteVoiceParams } from '../src/service/engine/voice-params.js';
 import { FliteEngine } from '../src/service/engine/flite/engine.js';
 import { BUILT_IN_VOICE_ID, builtInVoices } from '../src/service/voices/builtin.js';
@@ -58,13 +59,14 @@ async function fliteSpeech(text: string, voice: FliteVoiceParams): Promise<Int16
 }
 
 /**
- * The default voice's speech (`voxbridge-default`, Flite) at its own level, 24 000 Hz: what `npm start`
- * speaks.
+ * The default voice's speech (`voxbridge-default`, Flite) at its own level: what `npm start` speaks, at
+ * the service's rate (24 000 Hz) or resampled to `sampleRate`.
  */
-export async function defaultVoiceSpeech(text: string): Promise<Int16Array> {
+export async function defaultVoiceSpeech(text: string, sampleRate = OUTPUT_SAMPLE_RATE): Promise<Int16Array> {
   const voice = builtInVoices().find((v) => v.voice_id === BUILT_IN_VOICE_ID)!.engine;
   if (voice.engine !== 'flite') throw new Error(`the default voice is not Flite's but ${voice.engine}'s`);
-  return fliteSpeech(text, voice);
+  const speech = await fliteSpeech(text, voice);
+  return sampleRate === OUTPUT_SAMPLE_RATE ? speech : resampleWhole(speech, OUTPUT_SAMPLE_RATE, sampleRate);
 }
 
 /**

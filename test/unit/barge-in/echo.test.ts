@@ -16,7 +16,6 @@ import {
   SpeechOnsetDetector,
   type EchoVerdict,
 } from '../../../src/barge-in/index.js';
-import { OUTPUT_SAMPLE_RATE } from '../../../src/service/engine/engine.js';
 import { defaultVoiceSpeech, espeakSpeech } from '../../../testkit/audio.js';
 import { TALKERS_PROMPT } from '../../../testkit/prompts.js';
 import { ECHO_PATHS, EchoLine, atLevel, type EchoPath } from '../../../testkit/echo-line.js';
@@ -69,6 +68,14 @@ function botTalking(lines: readonly Int16Array[]): Int16Array {
     offset += p.length;
   }
   return track;
+}
+
+let talkersPromptSpeech: Promise<Int16Array> | undefined;
+
+/** The default voice saying `bench talkers`'s prompt, as `botTalking` plays it (synthesised once). */
+function talkersPrompt(): Promise<Int16Array> {
+  talkersPromptSpeech ??= defaultVoiceSpeech(TALKERS_PROMPT, RATE).then((speech) => botTalking([speech]));
+  return talkersPromptSpeech;
 }
 
 beforeAll(async () => {
@@ -556,13 +563,7 @@ describe('echo-aware barge-in detector', () => {
     // noise, is never found, and is taken as loud as it could be and hide there. Measured: none on any
     // of the three; without the floor and the hidden echo, the first line alone barged in 4 times in
     // its 60 s.
-    const voice = botTalking(
-      await Promise.all(
-        BOT_LINES.map(async (text) =>
-          resampleWhole(await defaultVoiceSpeech(text), OUTPUT_SAMPLE_RATE, RATE),
-        ),
-      ),
-    );
+    const voice = botTalking(await Promise.all(BOT_LINES.map((text) => defaultVoiceSpeech(text, RATE))));
     for (const line of [
       { delayMs: 40, erlDb: 6 },
       { delayMs: 150, erlDb: 12 },
@@ -574,9 +575,7 @@ describe('echo-aware barge-in detector', () => {
     // A call's first seconds, `bench talkers`'s prompt on two of its lines: the line was found to show
     // no echo there while the first seconds' bound still ran, which then took the echo 20 dB under the
     // bot; both were cut about 3 s in (and again when the rest was resumed).
-    const prompt = botTalking([
-      resampleWhole(await defaultVoiceSpeech(TALKERS_PROMPT), OUTPUT_SAMPLE_RATE, RATE),
-    ]);
+    const prompt = await talkersPrompt();
     for (const line of [
       { delayMs: 152, erlDb: 12, noiseDbfs: -41.7 },
       { delayMs: 262, erlDb: 14, noiseDbfs: -42.8 },
@@ -713,9 +712,7 @@ describe('echo-aware barge-in detector', () => {
     // the noise), and the delay settled on may be a chance match: it is predicted at every lag up to
     // the delay and a gap's reach after it. Measured: none on either line; without it, 5 and 3 in the
     // same 45 s (the two lines `bench talkers` cut most under load).
-    const prompt = botTalking([
-      resampleWhole(await defaultVoiceSpeech(TALKERS_PROMPT), OUTPUT_SAMPLE_RATE, RATE),
-    ]);
+    const prompt = await talkersPrompt();
     const gaps = [
       { atSeconds: 12, ms: 60 },
       { atSeconds: 16, ms: 180 },
