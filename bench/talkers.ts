@@ -21,7 +21,7 @@
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { App } from '../src/app/app.js';
@@ -98,6 +98,8 @@ interface CaseResult {
   appCpuPerCallPct: number;
   /** Of the app's: its main thread's (the rest is the VAD worker threads', and V8's and libuv's own). */
   appMainCpuPerCallPct: number;
+  /** Of the app's: the threads the process started with, the main thread aside (`STARTING_THREADS`). */
+  appV8CpuPerCallPct: number;
   clientCpuPerCallPct: number;
   /** Other processes' CPU during the prompts (% of one core): they compete with the benchmark. */
   othersCpuPct: number;
@@ -151,18 +153,45 @@ const cpuMs = (c: NodeJS.CpuUsage): number => (c.user + c.system) / 1000;
 const CLOCK_TICKS = 100;
 
 /**
- * This process's main thread's CPU time (ms), from the kernel's counters of that thread alone (Linux;
- * NaN elsewhere): `process.cpuUsage()` adds every thread's, the VAD workers' among them.
+ * A thread of this process's CPU time (ms), from the kernel's counters of that thread alone (Linux; NaN
+ * elsewhere): `process.cpuUsage()` adds every thread's, the VAD workers' among them.
  */
-function mainThreadCpuMs(): number {
+function threadCpuMs(tid: number): number {
   try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
     // After the name in parentheses: the state (field 3), …, utime (14) and stime (15).
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
   } catch {
     return Number.NaN;
   }
+}
+
+/** This process's threads (Linux; none elsewhere). */
+function threadIds(): number[] {
+  try {
+    return readdirSync('/proc/self/task').map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The threads this process had when the benchmarks loaded, the main thread aside: V8's own (its
+ * garbage collector's parallel and concurrent helpers, its compilers) and libuv's, before any worker
+ * thread started. Under `talkers` they are busy with garbage collection, the workers' heaps' as well
+ * as the main thread's.
+ */
+const STARTING_THREADS = threadIds().filter((tid) => tid !== process.pid);
+
+function mainThreadCpuMs(): number {
+  return threadCpuMs(process.pid);
+}
+
+/** The CPU time of `STARTING_THREADS` (ms; NaN where threads are not listed). */
+function startingThreadsCpuMs(): number {
+  if (STARTING_THREADS.length === 0) return Number.NaN;
+  return STARTING_THREADS.reduce((sum, tid) => sum + threadCpuMs(tid), 0);
 }
 
 /**
@@ -263,6 +292,7 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
   const queueDepth: number[] = [];
   let appCpuMs = 0;
   let appMainCpuMs = 0;
+  let appV8CpuMs = 0;
   let clientCpuMs = 0;
   const vadCount = async (name: string): Promise<number> => {
     const metric = app.metrics.registry.getSingleMetric(name);
@@ -318,6 +348,7 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
         const clientCpu0 = (await request<{ cpu: NodeJS.CpuUsage }>(client, { cmd: 'cpu' }, 'cpu')).cpu;
         const appCpu0 = process.cpuUsage();
         const appMain0 = mainThreadCpuMs();
+        const appV80 = startingThreadsCpuMs();
         const skipped0 = await vadCount('voxbridge_vad_windows_skipped_total');
         const inferences0 = await vadCount('voxbridge_vad_inferences_total');
         const machine0 = machineBusyMs();
@@ -328,6 +359,7 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
         sayWallMs += performance.now() - t0;
         appCpuMs += cpuMs(process.cpuUsage(appCpu0));
         appMainCpuMs += mainThreadCpuMs() - appMain0;
+        appV8CpuMs += startingThreadsCpuMs() - appV80;
         skippedWindows += (await vadCount('voxbridge_vad_windows_skipped_total')) - skipped0;
         inferences += (await vadCount('voxbridge_vad_inferences_total')) - inferences0;
         const clientCpu1 = (await request<{ cpu: NodeJS.CpuUsage }>(client, { cmd: 'cpu' }, 'cpu')).cpu;
@@ -372,6 +404,7 @@ async function runCase(n: number, rounds: number): Promise<CaseResult> {
       resumed,
       appCpuPerCallPct: (appCpuMs / (sayWallS * 1000) / n) * 100,
       appMainCpuPerCallPct: (appMainCpuMs / (sayWallS * 1000) / n) * 100,
+      appV8CpuPerCallPct: (appV8CpuMs / (sayWallS * 1000) / n) * 100,
       clientCpuPerCallPct: (clientCpuMs / (sayWallS * 1000) / n) * 100,
       othersCpuPct: (Math.max(0, machineMs - appCpuMs - clientCpuMs) / (sayWallS * 1000)) * 100,
       queueDepth,
@@ -453,7 +486,7 @@ function printResults(results: readonly CaseResult[]): void {
       'calls',
       `lateness p50 / p99 (≤ ${TARGET.latenessP99Ms}) / p99.9 ms`,
       `underruns (${TARGET.underruns}) / gateway gaps`,
-      'app CPU per call (main thread)',
+      "app CPU per call (main thread; V8's)",
       'client CPU per call',
       'other processes',
       'VAD queue p50 / p95 / max',
@@ -469,7 +502,7 @@ function printResults(results: readonly CaseResult[]): void {
       String(r.n),
       `${fmt(percentile(r.lateness, 50), 1)} / ${fmt(percentile(r.lateness, 99), 1)} / ${fmt(percentile(r.lateness, 99.9), 1)}`,
       `${r.underruns} / ${r.gaps}`,
-      `${fmt(r.appCpuPerCallPct, 3)} % (${fmt(r.appMainCpuPerCallPct, 3)} %)`,
+      `${fmt(r.appCpuPerCallPct, 3)} % (${fmt(r.appMainCpuPerCallPct, 3)}; ${fmt(r.appV8CpuPerCallPct, 3)} %)`,
       `${fmt(r.clientCpuPerCallPct, 3)} %`,
       `${fmt(r.othersCpuPct, 0)} %`,
       `${fmt(median(r.queueDepth), 0)} / ${fmt(percentile(r.queueDepth, 95), 0)} / ${fmt(Math.max(0, ...r.queueDepth), 0)}`,
@@ -524,7 +557,7 @@ function printResults(results: readonly CaseResult[]): void {
       `began over ${PREEMPTED_BEFORE_MS} ms before the caller spoke (echo or noise cut the bot: not an onset, and a false barge-in); ` +
       `false: a clear that cut the bot with no caller speech in the ${CATCH_WINDOW_MS} ms before it. Decided after onset: the app's barge-in decision on the inbound timeline (the speech it ` +
       'needed); decision → clear: the rest (queues, inference, the wire). CPU per call: % of one core during the prompts ' +
-      "(the app's includes its VAD worker threads; in brackets, its main thread's alone); other processes: the rest of the machine's busy time then, which " +
+      "(the app's includes its VAD worker threads; in brackets, its main thread's alone, then that of the threads it started with, V8's garbage collection and compilers); other processes: the rest of the machine's busy time then, which " +
       "competes with both (the figures mean little when it is large). Silero run / skipped: the model's inferences, and the windows that wanted it but were judged by the energy gate alone, their VAD worker too far behind. Callers send lag: how late this machine sent the callers' frames " +
       '(late frames reach the detector late). Resumed: false barge-ins the app took back; idle clears: clears that ' +
       'came when the caller heard nothing.',
