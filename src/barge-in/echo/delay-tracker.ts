@@ -5,7 +5,7 @@
  * over (a transfer, a speakerphone switched on), and the verdicts wait for its loss to settle. A move
  * within the prediction's slop is the same path.
  */
-import { LAGS, SLOP_CELLS } from './cells.js';
+import { LAGS, SLOP_CELLS, START_SLOP_CELLS } from './cells.js';
 import type { ReferenceHistory } from './reference-history.js';
 
 /** Leaky mean of each lag's bit distance: at least this weight on the newest cell. */
@@ -14,7 +14,16 @@ const DELAY_ALPHA = 0.02;
 const MEAN_FROM_UPDATES = Math.ceil(1 / DELAY_ALPHA);
 /** A lag needs this many comparisons before it may be chosen (≈ 0.6 s of the bot's speech). */
 const MIN_LAG_UPDATES = 80;
-/** The best lag must beat the median lag's distance by this much (bits per band), and be under MAX. */
+/**
+ * The best lag must beat the median lag's distance by this much (bits per band), and be under MAX; and
+ * to replace a known delay further off than a reply is placed (`START_SLOP_CELLS`), beat the delay's
+ * by as much, not be the best by a hair: while the caller talks over a faint echo, every lag's distance
+ * drifts towards the others', and under `bench talkers` a chance lag 170–610 ms off the path then took
+ * over and stayed, and the next prompts' echo, predicted there, cut the bot. A real new path (a
+ * transfer, a speakerphone) leaves the old delay's distance at chance, far over the new one's. Nearer,
+ * the delay follows replies placed a few cells off as before (held to this too, eSpeak's replies placed
+ * ±30 ms off cut the bot 10 times in `bench echo-offline` against 3).
+ */
 const DELAY_QUALITY = 0.1;
 const DELAY_MAX_DISTANCE = 0.36;
 /** The lags' median distance is recomputed every this many cells. */
@@ -93,6 +102,14 @@ export class DelayTracker {
     // not the echo getting louder_).
     if (this.delay !== undefined && Math.abs(best - this.delay) <= SLOP_CELLS) {
       this.delay = best;
+      this.candidateCells = 0;
+      return false;
+    }
+    if (
+      this.delay !== undefined &&
+      Math.abs(best - this.delay) > START_SLOP_CELLS &&
+      this.distance[this.delay]! - this.distance[best]! < DELAY_QUALITY
+    ) {
       this.candidateCells = 0;
       return false;
     }

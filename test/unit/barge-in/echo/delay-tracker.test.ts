@@ -1,6 +1,8 @@
 /** The delay search alone, on random bit patterns whose echo comes a known number of cells later. */
 import { describe, expect, it } from 'vitest';
 import { DelayTracker } from '../../../../src/barge-in/echo/delay-tracker.js';
+import { BANDS } from '../../../../src/barge-in/echo/cells.js';
+import { seeded } from '../../../../testkit/random.js';
 import { FakeReference } from './fake-reference.js';
 
 /** `cells` cells of an echo `lag` cells behind; whether a known delay was replaced in any of them. */
@@ -45,6 +47,31 @@ describe('delay tracker', () => {
     expect(feed(tracker, reference, 40, 400)).toBe(true);
     expect(tracker.cells).toBe(40);
     expect(tracker.settled).toBe(false);
+  });
+
+  it('keeps a known delay against a lag that is the best by a hair (the caller talking over a faint echo)', () => {
+    // Each band's bit from the echo 40 cells behind a little more often than from the path's at 5: lag
+    // 40 is the best lag most of the time, by about 0.02 of the bands, never clearly better than 5.
+    const tracker = new DelayTracker();
+    const reference = new FakeReference(7);
+    feed(tracker, reference, 5, 200);
+    for (let i = 0; i < 60; i++) tracker.settle();
+    expect(tracker.cells).toBe(5);
+    const mix = seeded(8);
+    let replaced = false;
+    for (let i = 0; i < 2000; i++) {
+      reference.next();
+      const far = reference.echo(40);
+      const path = reference.echo(5);
+      let bits = 0;
+      for (let b = 0; b < BANDS; b++) bits |= (mix() < 0.5 ? far : path) & (1 << b);
+      replaced = tracker.track(bits, reference) || replaced;
+    }
+    expect(replaced).toBe(false);
+    expect(tracker.cells).toBe(5);
+    // A path that is clearly better still takes over (as in the transfer above).
+    expect(feed(tracker, reference, 40, 400)).toBe(true);
+    expect(tracker.cells).toBe(40);
   });
 
   it('follows a move within the prediction’s slop (±2 cells) as the same path', () => {
