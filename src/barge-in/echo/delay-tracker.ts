@@ -105,8 +105,10 @@ export class DelayTracker {
       this.candidateCells = 0;
       return false;
     }
+    // A delay the wide search moved past the lags searched here has no distance to beat.
     if (
       this.delay !== undefined &&
+      this.delay < LAGS &&
       Math.abs(best - this.delay) > START_SLOP_CELLS &&
       this.distance[this.delay]! - this.distance[best]! < DELAY_QUALITY
     ) {
